@@ -1,0 +1,52 @@
+#pragma once
+// Runs all calls of one request at once under the request's absolute deadline.
+// Each call runs in its own stackful coroutine on the caller's executor (the same I/O thread, so no
+// locking). At the deadline, or on cancel(), every unfinished call is cancelled; run() returns only
+// after every call's coroutine has finished, so no call outlives its request.
+
+#include "gateway/config/config.hpp"
+#include "gateway/core/cancel_source.hpp"
+#include "gateway/downstream/downstream.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <string_view>
+#include <vector>
+
+namespace gateway {
+
+struct fanout_request {
+  const route_settings* route = nullptr;
+  const std::vector<downstream*>* targets = nullptr;  // aligned with route->calls
+  const std::vector<std::string>* params = nullptr;   // aligned with route->params
+  clock::time_point deadline;
+  std::string_view request_id;
+  std::string_view traceparent;
+  std::size_t worker = 0;
+  std::size_t stack_size = 64 * 1024;
+};
+
+class fanout {
+ public:
+  explicit fanout(const boost::asio::any_io_executor& ex) : wake_(ex) {}
+  fanout(const fanout&) = delete;
+  fanout& operator=(const fanout&) = delete;
+
+  std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
+
+  // Cancels every unfinished call (from the same executor, e.g. when the client disconnects).
+  void cancel(cancel_reason why);
+
+ private:
+  void run_call(std::size_t index, const fanout_request& request, boost::asio::yield_context yield);
+
+  boost::asio::steady_timer wake_;
+  std::deque<cancel_source> cancels_;  // stable addresses
+  std::vector<call_result> results_;
+  std::vector<bool> finished_;
+  std::size_t pending_ = 0;
+  cancel_reason cancelled_ = cancel_reason::none;
+};
+
+}  // namespace gateway

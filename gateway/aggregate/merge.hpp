@@ -1,0 +1,22 @@
+#pragma once
+// Turns the call results of one request into the response body. Pure: no I/O, no clock.
+// Each entry is the downstream's object (filtered by the call's `fields`) or, for a failed call, its
+// fallback; plus "source" (the call name) and "degraded". Array: entries in call order; object: keyed
+// by call name.
+
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/call_result.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gateway {
+
+struct merged_response {
+  std::string body;
+  std::string degraded;  // comma-separated names of degraded calls, in call order; empty if none
+};
+
+merged_response merge_results(const route_settings& route, const std::vector<call_result>& results);
+
+}  // namespace gateway

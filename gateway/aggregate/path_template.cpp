@@ -1,0 +1,70 @@
+#include "gateway/aggregate/path_template.hpp"
+
+#include <utility>
+
+namespace gateway {
+
+std::optional<path_template> path_template::parse(std::string_view text, std::string& error) {
+  if (text.empty() || text.front() != '/') {
+    error = "path must start with '/'";
+    return std::nullopt;
+  }
+  path_template t;
+  std::string literal;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      error = "path contains a space or control character";
+      return std::nullopt;
+    }
+    if (c == '}') {
+      error = "unbalanced '}' in path";
+      return std::nullopt;
+    }
+    if (c != '{') {
+      literal += c;
+      continue;
+    }
+    const auto close = text.find('}', i + 1);
+    if (close == std::string_view::npos) {
+      error = "unbalanced '{' in path";
+      return std::nullopt;
+    }
+    const auto name = text.substr(i + 1, close - i - 1);
+    if (name.empty() || name.find('{') != std::string_view::npos) {
+      error = "empty or nested '{}' in path";
+      return std::nullopt;
+    }
+    if (!literal.empty()) t.pieces_.push_back({false, std::exchange(literal, {})});
+    t.pieces_.push_back({true, std::string(name)});
+    i = close;
+  }
+  if (!literal.empty()) t.pieces_.push_back({false, std::move(literal)});
+  return t;
+}
+
+std::vector<std::string> path_template::param_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : pieces_) {
+    if (p.is_param) names.push_back(p.text);
+  }
+  return names;
+}
+
+void path_template::append_encoded(std::string& out, std::string_view value) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                            c == '-' || c == '_' || c == '~';
+    if (unreserved) {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+}
+
+}  // namespace gateway

@@ -1,0 +1,93 @@
+#pragma once
+// The gateway's settings: one struct per YAML section, each field with its default.
+// Only config_loader knows YAML; everything else reads these structs.
+
+#include "gateway/aggregate/path_template.hpp"
+#include "gateway/core/duration.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace gateway {
+
+struct listen_address {
+  std::string host = "0.0.0.0";
+  std::uint16_t port = 8080;
+};
+
+struct server_settings {
+  listen_address listen;
+  unsigned threads = 0;                     // 0 = one per core
+  std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
+};
+
+struct limits_settings {
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_body_bytes = 64 * 1024;
+  microseconds header_timeout = std::chrono::seconds(10);  // whole request head must arrive within it
+  microseconds idle_timeout = std::chrono::seconds(60);    // keep-alive connection with no request
+  microseconds write_timeout = std::chrono::seconds(10);
+};
+
+struct log_settings {
+  std::string level = "info";
+};
+
+struct downstream_settings {
+  std::string name;
+  std::string url;  // as written
+  std::string host;
+  std::uint16_t port = 80;
+  std::string base_path;  // prefix of every target, without trailing '/'
+  microseconds connect_timeout = milliseconds(100);
+  std::size_t max_connections = 1024;
+  std::size_t max_response_bytes = 1024 * 1024;
+  microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
+};
+
+struct param_settings {
+  std::string name;
+  bool required = false;
+  std::string pattern;  // as written; empty = any value
+  std::shared_ptr<const std::regex> regex;
+};
+
+enum class response_shape { array, object };
+
+struct call_settings {
+  std::string name;
+  std::string downstream;
+  path_template path;
+  std::optional<microseconds> timeout;
+  bool required = false;
+  std::vector<std::string> fields;  // empty = keep every field
+  std::string fallback_members;     // the fallback object's members serialised, without braces
+};
+
+struct route_settings {
+  std::string path;
+  std::string method = "GET";
+  microseconds deadline = milliseconds(800);
+  std::vector<param_settings> params;
+  response_shape response = response_shape::array;
+  std::vector<call_settings> calls;
+};
+
+struct gateway_config {
+  std::string source;  // file it was loaded from
+  server_settings server;
+  limits_settings limits;
+  log_settings log;
+  std::vector<downstream_settings> downstreams;
+  std::vector<route_settings> routes;
+
+  const downstream_settings* find_downstream(const std::string& name) const;
+};
+
+}  // namespace gateway

@@ -1,0 +1,268 @@
+#include "gateway/config/config_loader.hpp"
+
+#include "gateway/config/yaml_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gateway {
+namespace {
+
+std::optional<listen_address> parse_listen(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
+  listen_address a;
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+  unsigned long port = 0;
+  for (char c : text.substr(colon + 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    port = port * 10 + static_cast<unsigned long>(c - '0');
+    if (port > 65535) return std::nullopt;
+  }
+  a.port = static_cast<std::uint16_t>(port);
+  return a;
+}
+
+// "http://host:port[/base]" -> settings fields; returns an error message or "".
+std::string parse_downstream_url(downstream_settings& d) {
+  constexpr std::string_view scheme = "http://";
+  std::string_view url = d.url;
+  if (url.substr(0, scheme.size()) != scheme) return "url must start with http://";
+  url.remove_prefix(scheme.size());
+  const auto slash = url.find('/');
+  const std::string_view authority = url.substr(0, slash);
+  std::string base = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash));
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  for (char c : base) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#') return "url base path has a forbidden character";
+  }
+  auto address = parse_listen(std::string(authority));
+  if (!address) {
+    if (authority.empty() || authority.find(':') != std::string_view::npos) return "url needs host[:port]";
+    address = listen_address{std::string(authority), 80};
+  }
+  if (address->host.empty() || address->port == 0) return "url needs a host and a non-zero port";
+  d.host = address->host;
+  d.port = address->port;
+  d.base_path = std::move(base);
+  return {};
+}
+
+// Serialises the members of a JSON object without its braces: {"a":1,"b":2} -> "a":1,"b":2
+std::string object_members(const nlohmann::json& object) {
+  std::string text = object.dump();
+  return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
+}
+
+class loader {
+ public:
+  explicit loader(std::vector<config_error>& errors) : errors_(errors) {}
+
+  gateway_config load(const YAML::Node& root) {
+    gateway_config cfg;
+    yaml_reader top(root, errors_, "top level");
+    if (auto n = top.section("server")) read_server(*n, cfg.server);
+    if (auto n = top.section("limits")) read_limits(*n, cfg.limits);
+    if (auto n = top.section("log")) read_log(*n, cfg.log);
+    if (auto n = top.section("downstreams")) read_downstreams(*n, cfg);
+    if (auto n = top.section("routes", yaml_reader::kind::sequence)) read_routes(*n, cfg);
+    top.finish();
+    if (cfg.routes.empty() && errors_.empty()) errors_.push_back({1, 1, "no routes configured"});
+    return cfg;
+  }
+
+ private:
+  void read_server(const YAML::Node& node, server_settings& s) {
+    yaml_reader r(node, errors_, "server");
+    std::string listen;
+    if (r.string("listen", listen)) {
+      if (auto a = parse_listen(listen)) {
+        s.listen = *a;
+      } else {
+        r.error_at("listen", "expected HOST:PORT, e.g. 0.0.0.0:8080");
+      }
+    }
+    r.unsigned_int("threads", s.threads, 0, 256);
+    r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
+    r.finish();
+  }
+
+  void read_limits(const YAML::Node& node, limits_settings& l) {
+    yaml_reader r(node, errors_, "limits");
+    r.size("max_header_bytes", l.max_header_bytes, 1024, 1024 * 1024);
+    r.size("max_body_bytes", l.max_body_bytes, 0, 64 * 1024 * 1024);
+    r.duration("header_timeout", l.header_timeout);
+    r.duration("idle_timeout", l.idle_timeout);
+    r.duration("write_timeout", l.write_timeout);
+    r.finish();
+  }
+
+  void read_log(const YAML::Node& node, log_settings& l) {
+    yaml_reader r(node, errors_, "log");
+    if (r.string("level", l.level)) {
+      static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+      if (!levels.contains(l.level)) r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
+    }
+    r.finish();
+  }
+
+  void read_downstreams(const YAML::Node& node, gateway_config& cfg) {
+    yaml_reader map(node, errors_, "downstreams");
+    map.each_entry([&](const std::string& name, const YAML::Node& value) {
+      downstream_settings d;
+      d.name = name;
+      yaml_reader r(value, errors_, "downstream '" + name + "'");
+      if (r.string("url", d.url, true)) {
+        if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
+      }
+      r.duration("connect_timeout", d.connect_timeout);
+      r.size("max_connections", d.max_connections, 1, 1'000'000);
+      r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
+      r.duration("idle_timeout", d.idle_timeout);
+      r.finish();
+      cfg.downstreams.push_back(std::move(d));
+    });
+  }
+
+  void read_routes(const YAML::Node& node, gateway_config& cfg) {
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const auto& item : node) {
+      route_settings route;
+      if (!read_route(item, cfg, route)) continue;
+      if (!seen.emplace(route.path, route.method).second) {
+        yaml_reader::report(errors_, item, "duplicate route " + route.method + " " + route.path);
+        continue;
+      }
+      cfg.routes.push_back(std::move(route));
+    }
+  }
+
+  bool read_route(const YAML::Node& node, const gateway_config& cfg, route_settings& route) {
+    yaml_reader r(node, errors_, "route");
+    if (!r.valid()) return false;
+    if (r.string("path", route.path, true) && (route.path.empty() || route.path.front() != '/')) {
+      r.error_at("path", "route path must start with '/'");
+    }
+    if (r.string("method", route.method)) {
+      static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
+      if (!methods.contains(route.method)) r.error_at("method", "unsupported method '" + route.method + "'");
+    }
+    r.duration("deadline", route.deadline);
+    std::string shape;
+    if (r.string("response", shape)) {
+      if (shape == "array") {
+        route.response = response_shape::array;
+      } else if (shape == "object") {
+        route.response = response_shape::object;
+      } else {
+        r.error_at("response", "response must be 'array' or 'object'");
+      }
+    }
+    if (auto p = r.section("params")) read_params(*p, route);
+    if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(*c, cfg, route);
+    r.finish();
+    return true;
+  }
+
+  void read_params(const YAML::Node& node, route_settings& route) {
+    yaml_reader map(node, errors_, "params");
+    map.each_entry([&](const std::string& name, const YAML::Node& value) {
+      param_settings p;
+      p.name = name;
+      yaml_reader r(value, errors_, "param '" + name + "'");
+      r.boolean("required", p.required);
+      if (r.string("pattern", p.pattern)) {
+        try {
+          p.regex = std::make_shared<const std::regex>(p.pattern, std::regex::ECMAScript | std::regex::optimize);
+        } catch (const std::regex_error& e) {
+          r.error_at("pattern", std::string("invalid regular expression: ") + e.what());
+        }
+      }
+      r.finish();
+      route.params.push_back(std::move(p));
+    });
+  }
+
+  void read_calls(const YAML::Node& node, const gateway_config& cfg, route_settings& route) {
+    std::set<std::string> names;
+    for (const auto& item : node) {
+      call_settings call;
+      yaml_reader r(item, errors_, "call");
+      if (!r.valid()) continue;
+      if (r.string("name", call.name, true) && !names.insert(call.name).second) {
+        r.error_at("name", "duplicate call name '" + call.name + "'");
+      }
+      if (r.string("downstream", call.downstream, true) && !cfg.find_downstream(call.downstream)) {
+        r.error_at("downstream", "unknown downstream '" + call.downstream + "'");
+      }
+      std::string path;
+      if (r.string("path", path, true)) {
+        std::string problem;
+        if (auto t = path_template::parse(path, problem)) {
+          call.path = std::move(*t);
+          for (const auto& name : call.path.param_names()) {
+            const bool declared = std::any_of(route.params.begin(), route.params.end(),
+                                              [&](const param_settings& p) { return p.name == name; });
+            if (!declared) r.error_at("path", "template names undeclared parameter '" + name + "'");
+          }
+        } else {
+          r.error_at("path", problem);
+        }
+      }
+      microseconds timeout{};
+      if (r.duration("timeout", timeout)) call.timeout = timeout;
+      r.boolean("required", call.required);
+      r.string_list("fields", call.fields);
+      nlohmann::json fallback = nlohmann::json::object();
+      r.json_object("fallback", fallback);
+      fallback.erase("source");
+      fallback.erase("degraded");
+      call.fallback_members = object_members(fallback);
+      r.finish();
+      route.calls.push_back(std::move(call));
+    }
+    if (route.calls.empty()) yaml_reader::report(errors_, node, "a route needs at least one call");
+  }
+
+  std::vector<config_error>& errors_;
+};
+
+}  // namespace
+
+config_load_result load_config_text(std::string_view yaml, const std::string& source_name) {
+  config_load_result result;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    result.errors.push_back({e.mark.line + 1, e.mark.column + 1, e.msg});
+    return result;
+  }
+  if (!root.IsMap()) {
+    result.errors.push_back({1, 1, "the configuration must be a YAML mapping"});
+    return result;
+  }
+  auto cfg = loader(result.errors).load(root);
+  cfg.source = source_name;
+  if (result.errors.empty()) result.config = std::move(cfg);
+  return result;
+}
+
+config_load_result load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {std::nullopt, {{0, 0, "cannot open file"}}};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > 16 * 1024 * 1024) return {std::nullopt, {{0, 0, "file larger than 16 MiB"}}};
+  return load_config_text(text.str(), path);
+}
+
+std::string format_config_error(const std::string& file, const config_error& error) {
+  return file + ":" + std::to_string(error.line) + ":" + std::to_string(error.column) + ": " + error.message;
+}
+
+}  // namespace gateway

@@ -1,0 +1,30 @@
+#pragma once
+// Loads and validates the YAML configuration. Every problem is collected (not only the first) with the
+// 1-based line and column of the offending node; a config is returned only when there are none.
+
+#include "gateway/config/config.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gateway {
+
+struct config_error {
+  int line = 0;  // 1-based; 0 when the file could not be read at all
+  int column = 0;
+  std::string message;
+};
+
+struct config_load_result {
+  std::optional<gateway_config> config;
+  std::vector<config_error> errors;
+};
+
+config_load_result load_config_text(std::string_view yaml, const std::string& source_name);
+config_load_result load_config_file(const std::string& path);
+
+// "FILE:LINE:COL: message"
+std::string format_config_error(const std::string& file, const config_error& error);
+
+}  // namespace gateway

@@ -1,0 +1,236 @@
+#include "gateway/config/yaml_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <limits>
+
+namespace gateway {
+namespace {
+
+// Converts a YAML value to JSON; scalars become numbers/booleans/null when they read as such.
+std::optional<nlohmann::json> to_json(const YAML::Node& node, int depth = 0) {
+  if (depth > 32) return std::nullopt;
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return nlohmann::json(nullptr);
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return nlohmann::json(s);  // quoted: always a string
+      if (s == "true") return nlohmann::json(true);
+      if (s == "false") return nlohmann::json(false);
+      if (s == "null" || s == "~") return nlohmann::json(nullptr);
+      long long i = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+      if (ec == std::errc{} && p == s.data() + s.size() && !s.empty()) return nlohmann::json(i);
+      double d = 0;
+      auto [p2, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
+      if (ec2 == std::errc{} && p2 == s.data() + s.size() && !s.empty()) return nlohmann::json(d);
+      return nlohmann::json(s);
+    }
+    case YAML::NodeType::Sequence: {
+      auto arr = nlohmann::json::array();
+      for (const auto& item : node) {
+        auto v = to_json(item, depth + 1);
+        if (!v) return std::nullopt;
+        arr.push_back(std::move(*v));
+      }
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      auto obj = nlohmann::json::object();
+      for (const auto& kv : node) {
+        auto v = to_json(kv.second, depth + 1);
+        if (!v || !kv.first.IsScalar()) return std::nullopt;
+        obj[kv.first.Scalar()] = std::move(*v);
+      }
+      return obj;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+yaml_reader::yaml_reader(const YAML::Node& node, std::vector<config_error>& errors, std::string what)
+    : errors_(errors), what_(std::move(what)), node_(node) {
+  if (!node.IsMap()) {
+    report(errors_, node, what_ + " must be a mapping");
+    return;
+  }
+  valid_ = true;
+  for (const auto& kv : node) entries_.emplace_back(kv.first, kv.second);
+}
+
+void yaml_reader::report(std::vector<config_error>& errors, const YAML::Node& node, const std::string& message) {
+  const auto mark = node.Mark();
+  errors.push_back({mark.line + 1, mark.column + 1, message});
+}
+
+const YAML::Node* yaml_reader::find(const std::string& key) {
+  used_.insert(key);
+  for (const auto& [k, v] : entries_) {
+    if (k.IsScalar() && k.Scalar() == key) return &v;
+  }
+  return nullptr;
+}
+
+void yaml_reader::error_at(const std::string& key, const std::string& message) {
+  for (const auto& [k, v] : entries_) {
+    if (k.IsScalar() && k.Scalar() == key) {
+      report(errors_, v, what_ + "." + key + ": " + message);
+      return;
+    }
+  }
+  report(errors_, node_, what_ + "." + key + ": " + message);
+}
+
+bool yaml_reader::scalar(const std::string& key, const YAML::Node*& value) {
+  value = find(key);
+  if (!value) return false;
+  if (!value->IsScalar()) {
+    report(errors_, *value, what_ + "." + key + ": expected a scalar value");
+    return false;
+  }
+  return true;
+}
+
+bool yaml_reader::string(const std::string& key, std::string& out, bool required) {
+  const YAML::Node* v = nullptr;
+  if (!scalar(key, v)) {
+    if (!v && required && valid_) report(errors_, node_, what_ + ": missing required key '" + key + "'");
+    return false;
+  }
+  out = v->Scalar();
+  return true;
+}
+
+bool yaml_reader::boolean(const std::string& key, bool& out) {
+  const YAML::Node* v = nullptr;
+  if (!scalar(key, v)) return false;
+  if (v->Scalar() == "true") {
+    out = true;
+  } else if (v->Scalar() == "false") {
+    out = false;
+  } else {
+    report(errors_, *v, what_ + "." + key + ": expected true or false");
+    return false;
+  }
+  return true;
+}
+
+bool yaml_reader::size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max) {
+  const YAML::Node* v = nullptr;
+  if (!scalar(key, v)) return false;
+  const std::string& s = v->Scalar();
+  std::size_t value = 0;
+  std::size_t scale = 1;
+  std::string_view digits = s;
+  if (digits.ends_with("KiB")) {
+    scale = 1024;
+    digits.remove_suffix(3);
+  } else if (digits.ends_with("MiB")) {
+    scale = 1024 * 1024;
+    digits.remove_suffix(3);
+  }
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() ||
+      value > std::numeric_limits<std::size_t>::max() / scale) {
+    report(errors_, *v, what_ + "." + key + ": expected a non-negative integer (KiB/MiB suffix allowed)");
+    return false;
+  }
+  value *= scale;
+  if (value < min || value > max) {
+    report(errors_, *v, what_ + "." + key + ": must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return false;
+  }
+  out = value;
+  return true;
+}
+
+bool yaml_reader::unsigned_int(const std::string& key, unsigned& out, unsigned min, unsigned max) {
+  std::size_t value = out;
+  if (!size(key, value, min, max)) return false;
+  out = static_cast<unsigned>(value);
+  return true;
+}
+
+bool yaml_reader::duration(const std::string& key, microseconds& out) {
+  const YAML::Node* v = nullptr;
+  if (!scalar(key, v)) return false;
+  auto d = parse_duration(v->Scalar());
+  if (!d || d->count() <= 0 || *d > std::chrono::hours(24)) {
+    report(errors_, *v, what_ + "." + key + ": expected a positive duration such as 150ms, 2s or 1m");
+    return false;
+  }
+  out = *d;
+  return true;
+}
+
+bool yaml_reader::string_list(const std::string& key, std::vector<std::string>& out) {
+  const YAML::Node* v = find(key);
+  if (!v) return false;
+  if (!v->IsSequence()) {
+    report(errors_, *v, what_ + "." + key + ": expected a list of strings");
+    return false;
+  }
+  out.clear();
+  for (const auto& item : *v) {
+    if (!item.IsScalar()) {
+      report(errors_, item, what_ + "." + key + ": expected a string");
+      return false;
+    }
+    out.push_back(item.Scalar());
+  }
+  return true;
+}
+
+bool yaml_reader::json_object(const std::string& key, nlohmann::json& out) {
+  const YAML::Node* v = find(key);
+  if (!v) return false;
+  auto j = v->IsMap() ? to_json(*v) : std::nullopt;
+  if (!j || !j->is_object()) {
+    report(errors_, *v, what_ + "." + key + ": expected a mapping (a JSON object)");
+    return false;
+  }
+  out = std::move(*j);
+  return true;
+}
+
+std::optional<YAML::Node> yaml_reader::section(const std::string& key, kind k, bool required) {
+  const YAML::Node* v = find(key);
+  if (!v) {
+    if (required && valid_) report(errors_, node_, what_ + ": missing required key '" + key + "'");
+    return std::nullopt;
+  }
+  const bool ok = k == kind::map ? v->IsMap() : v->IsSequence();
+  if (!ok) {
+    report(errors_, *v, what_ + "." + key + (k == kind::map ? ": expected a mapping" : ": expected a list"));
+    return std::nullopt;
+  }
+  return *v;
+}
+
+void yaml_reader::each_entry(const std::function<void(const std::string&, const YAML::Node&)>& fn) {
+  iterated_ = true;
+  for (const auto& [k, v] : entries_) {
+    if (!k.IsScalar() || k.Scalar().empty()) {
+      report(errors_, k, what_ + ": keys must be non-empty strings");
+      continue;
+    }
+    fn(k.Scalar(), v);
+  }
+}
+
+void yaml_reader::finish() {
+  if (!valid_) return;
+  std::set<std::string> seen;
+  for (const auto& [k, v] : entries_) {
+    const std::string name = k.IsScalar() ? k.Scalar() : std::string("?");
+    if (!seen.insert(name).second) report(errors_, k, what_ + ": duplicate key '" + name + "'");
+    if (!iterated_ && !used_.contains(name)) report(errors_, k, what_ + ": unknown key '" + name + "'");
+  }
+}
+
+}  // namespace gateway

@@ -1,0 +1,59 @@
+#pragma once
+// Reads one YAML mapping into settings: typed getters that report wrong types and out-of-range values
+// at the value's line:column, and finish() that reports duplicate and unknown keys. Never throws.
+
+#include "gateway/config/config_loader.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gateway {
+
+class yaml_reader {
+ public:
+  enum class kind { map, sequence };
+
+  // `what` names the mapping in messages ("server", "downstream 'coupon'").
+  yaml_reader(const YAML::Node& node, std::vector<config_error>& errors, std::string what);
+
+  bool valid() const { return valid_; }
+
+  // Each getter returns true when the key is present and its value is valid (then `out` is set).
+  bool string(const std::string& key, std::string& out, bool required = false);
+  bool boolean(const std::string& key, bool& out);
+  bool unsigned_int(const std::string& key, unsigned& out, unsigned min, unsigned max);
+  bool size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max);
+  bool duration(const std::string& key, microseconds& out);
+  bool string_list(const std::string& key, std::vector<std::string>& out);
+  bool json_object(const std::string& key, nlohmann::json& out);
+  std::optional<YAML::Node> section(const std::string& key, kind k = kind::map, bool required = false);
+
+  // Calls `fn(key, value)` for every entry of this mapping (for name-keyed maps like downstreams).
+  void each_entry(const std::function<void(const std::string&, const YAML::Node&)>& fn);
+
+  void error_at(const std::string& key, const std::string& message);
+  static void report(std::vector<config_error>& errors, const YAML::Node& node, const std::string& message);
+
+  // Reports unknown keys (every key not asked for) and duplicates.
+  void finish();
+
+ private:
+  const YAML::Node* find(const std::string& key);
+  bool scalar(const std::string& key, const YAML::Node*& value);
+
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries_;
+  std::set<std::string> used_;
+  std::vector<config_error>& errors_;
+  std::string what_;
+  YAML::Node node_;
+  bool valid_ = false;
+  bool iterated_ = false;
+};
+
+}  // namespace gateway

@@ -1,0 +1,34 @@
+#pragma once
+// What one downstream call produced: a JSON object, or why there is none. Calls never throw for I/O
+// problems; they return one of these.
+
+#include "gateway/core/duration.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string_view>
+
+namespace gateway {
+
+enum class call_outcome : std::uint8_t {
+  ok,         // 2xx with a JSON object
+  timeout,    // the call's own timeout or the request's deadline passed
+  error,      // connect refused, reset, bad status, bad body, ...
+  cancelled,  // the request was abandoned (client gone, shutdown)
+  rejected,   // refused locally before any I/O (no capacity)
+};
+
+std::string_view to_string(call_outcome outcome);
+
+struct call_result {
+  call_outcome outcome = call_outcome::error;
+  const char* detail = "";  // short static reason, e.g. "connect refused", "status 503"
+  unsigned status = 0;      // HTTP status when one was received
+  nlohmann::json body;      // the JSON object when outcome == ok
+  clock::duration latency{};
+
+  bool ok() const { return outcome == call_outcome::ok; }
+};
+
+}  // namespace gateway

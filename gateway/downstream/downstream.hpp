@@ -1,0 +1,36 @@
+#pragma once
+// The interface every kind of downstream implements (HTTP first; SQL later).
+// call() runs inside the request's stackful coroutine, on that coroutine's I/O thread, and returns by
+// the call's deadline (plus scheduling slack) or soon after `cancel` fires; it never throws for I/O.
+
+#include "gateway/core/cancel_source.hpp"
+#include "gateway/downstream/call_result.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/spawn.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gateway {
+
+struct call_request {
+  std::string_view target;                    // expanded path + query (HTTP)
+  const std::vector<std::string>* params;     // route parameter values, aligned with route_settings::params
+  clock::time_point deadline;                 // effective deadline of this call
+  std::string_view request_id;
+  std::string_view traceparent;               // empty when absent
+  std::size_t worker = 0;                     // index of the I/O thread the coroutine runs on
+  cancel_source* cancel = nullptr;
+};
+
+class downstream {
+ public:
+  virtual ~downstream() = default;
+  virtual call_result call(const call_request& request, boost::asio::yield_context yield) = 0;
+  // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
+  virtual void close_idle(std::size_t worker) = 0;
+};
+
+}  // namespace gateway

@@ -1,0 +1,39 @@
+#pragma once
+// An HTTP/1.1 downstream: GET requests over keep-alive connections, one pool per I/O thread (each
+// thread's pool holds at most max_connections / threads connections, so the total stays under the cap
+// without a lock on the hot path). The host is resolved once, at construction.
+// A call answers ok only for a 2xx response whose body is a JSON object within max_response_bytes.
+
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/downstream.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace gateway {
+
+class connection_pool;
+
+class http_downstream final : public downstream {
+ public:
+  // Throws std::runtime_error when the host cannot be resolved.
+  http_downstream(const downstream_settings& settings, const std::vector<boost::asio::io_context*>& workers);
+  ~http_downstream() override;
+
+  call_result call(const call_request& request, boost::asio::yield_context yield) override;
+  void close_idle(std::size_t worker) override;
+
+ private:
+  enum class exchange_status { done, retry_on_fresh };
+  exchange_status exchange(connection_pool& pool, const call_request& request, bool reused_allowed,
+                           call_result& result, boost::asio::yield_context yield);
+  std::string build_head(const call_request& request) const;
+
+  downstream_settings settings_;
+  std::string host_header_;
+  std::vector<std::unique_ptr<connection_pool>> pools_;  // indexed by worker
+};
+
+}  // namespace gateway

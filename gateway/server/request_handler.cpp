@@ -1,0 +1,123 @@
+#include "gateway/server/request_handler.hpp"
+
+#include "gateway/aggregate/merge.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <random>
+
+namespace gateway {
+namespace {
+
+bool safe_token(std::string_view s, std::size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (const char c : s) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A positive integer header value in milliseconds, or nullopt.
+std::optional<long long> header_millis(std::string_view text) {
+  long long value = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+outbound_response error_response(unsigned status, std::string_view message, std::string request_id) {
+  outbound_response r;
+  r.status = status;
+  r.body = error_body(message);
+  r.request_id = std::move(request_id);
+  return r;
+}
+
+}  // namespace
+
+std::string error_body(std::string_view message) {
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string make_request_id(std::string_view incoming) {
+  if (safe_token(incoming, 128)) return std::string(incoming);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  std::uint64_t a = rng();
+  std::uint64_t b = rng();
+  for (int i = 0; i < 16; ++i) {
+    id[static_cast<std::size_t>(i)] = hex[(a >> (i * 4)) & 0xf];
+    id[static_cast<std::size_t>(16 + i)] = hex[(b >> (i * 4)) & 0xf];
+  }
+  return id;
+}
+
+request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets)
+    : config_(config), router_(config.routes), targets_(std::move(targets)) {}
+
+outbound_response request_handler::handle(const inbound_request& request, std::size_t worker,
+                                          request_control& control, boost::asio::yield_context yield) const {
+  std::string request_id = make_request_id(request.request_id);
+  try {
+    const auto found = router_.find(request.method, request.target);
+    if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
+    if (found.status == 405) {
+      auto r = error_response(405, "method not allowed", std::move(request_id));
+      r.allow = found.allow;
+      return r;
+    }
+    const auto& route = config_.routes[found.index];
+    std::vector<std::string> params;
+    if (auto problem = extract_params(route, target_query(request.target), params); !problem.empty()) {
+      return error_response(400, problem, std::move(request_id));
+    }
+
+    // The caller's budget can only shorten ours.
+    auto deadline = request.received + route.deadline;
+    for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
+      if (auto ms = header_millis(header)) deadline = std::min(deadline, request.received + milliseconds(*ms));
+    }
+
+    fanout_request fr;
+    fr.route = &route;
+    fr.targets = &targets_[found.index];
+    fr.params = &params;
+    fr.deadline = deadline;
+    fr.request_id = request_id;
+    fr.traceparent = safe_token(request.traceparent, 128) ? request.traceparent : std::string_view();
+    fr.worker = worker;
+    fr.stack_size = config_.server.coroutine_stack;
+
+    fanout calls(yield.get_executor());
+    control.attach(&calls);
+    if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
+    auto results = calls.run(fr, yield);
+    control.detach();
+
+    for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (!route.calls[i].required || results[i].ok()) continue;
+      const bool timed_out = results[i].outcome == call_outcome::timeout;
+      return error_response(timed_out ? 504 : 502,
+                            "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
+                            std::move(request_id));
+    }
+    auto merged = merge_results(route, results);
+    outbound_response r;
+    r.status = 200;
+    r.body = std::move(merged.body);
+    r.degraded = std::move(merged.degraded);
+    r.request_id = std::move(request_id);
+    return r;
+  } catch (const std::exception& e) {
+    control.detach();
+    spdlog::error("request {} failed: {}", request_id, e.what());
+    return error_response(500, "internal error", std::move(request_id));
+  }
+}
+
+}  // namespace gateway

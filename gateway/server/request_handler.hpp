@@ -1,0 +1,71 @@
+#pragma once
+// Answers one public request: routing, parameter validation, deadline, fan-out, merge.
+// Runs inside the connection's coroutine; it never throws (a surprise becomes a bare 500).
+// Beast-free so that it stays cheap to include and to test.
+
+#include "gateway/aggregate/fanout.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/downstream.hpp"
+#include "gateway/server/router.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gateway {
+
+struct inbound_request {
+  std::string_view method;
+  std::string_view target;
+  std::string_view request_id;       // X-Request-Id, may be empty
+  std::string_view traceparent;      // may be empty
+  std::string_view timeout_ms;       // X-Request-Timeout-Ms, may be empty
+  std::string_view envoy_timeout_ms; // x-envoy-expected-rq-timeout-ms, may be empty
+  clock::time_point received = clock::now();
+};
+
+struct outbound_response {
+  unsigned status = 200;
+  std::string body;
+  std::string request_id;
+  std::string degraded;  // X-Degraded value
+  std::string allow;     // Allow value for 405
+};
+
+// Lets the connection cancel the request currently being handled (client gone, shutdown).
+class request_control {
+ public:
+  void attach(fanout* f) { current_ = f; }
+  void detach() { current_ = nullptr; }
+  void cancel(cancel_reason why) {
+    if (reason_ == cancel_reason::none) reason_ = why;
+    if (current_) current_->cancel(why);
+  }
+  cancel_reason reason() const { return reason_; }
+
+ private:
+  fanout* current_ = nullptr;
+  cancel_reason reason_ = cancel_reason::none;
+};
+
+class request_handler {
+ public:
+  // `targets[r][c]` is the downstream of call c of route r.
+  request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets);
+
+  outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
+                           boost::asio::yield_context yield) const;
+
+ private:
+  const gateway_config& config_;
+  router router_;
+  std::vector<std::vector<downstream*>> targets_;
+};
+
+// A JSON body {"error": message}.
+std::string error_body(std::string_view message);
+// The incoming id when it is safe to echo ([A-Za-z0-9._:-], 1..128 chars), else a new random one.
+std::string make_request_id(std::string_view incoming);
+
+}  // namespace gateway

@@ -1,0 +1,88 @@
+#include "gateway/server/router.hpp"
+
+namespace gateway {
+
+std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
+
+std::string_view target_query(std::string_view target) {
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+}
+
+route_lookup router::find(std::string_view method, std::string_view target) const {
+  route_lookup result;
+  const auto path = target_path(target);
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    if (routes_[i].path != path) continue;
+    if (routes_[i].method == method) {
+      result.status = 200;
+      result.index = i;
+      return result;
+    }
+    result.status = 405;
+    if (!result.allow.empty()) result.allow += ", ";
+    result.allow += routes_[i].method;
+  }
+  return result;
+}
+
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
+  out.clear();
+  out.reserve(in.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex(in[i + 1]);
+      const int lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return true;
+}
+
+std::string extract_params(const route_settings& route, std::string_view query, std::vector<std::string>& values) {
+  values.assign(route.params.size(), std::string());
+  std::vector<bool> seen(route.params.size(), false);
+  std::string name;
+  std::string value;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    if (!percent_decode(pair.substr(0, eq), name, true)) return "malformed percent-encoding in query";
+    if (!percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), value, true)) {
+      return "malformed percent-encoding in query";
+    }
+    for (std::size_t i = 0; i < route.params.size(); ++i) {
+      if (route.params[i].name != name || seen[i]) continue;  // the first occurrence wins
+      seen[i] = true;
+      values[i] = value;
+    }
+  }
+  for (std::size_t i = 0; i < route.params.size(); ++i) {
+    const auto& p = route.params[i];
+    if (!seen[i] || values[i].empty()) {
+      if (p.required) return "missing required parameter '" + p.name + "'";
+      continue;
+    }
+    if (p.regex && !std::regex_match(values[i], *p.regex)) return "invalid value for parameter '" + p.name + "'";
+  }
+  return {};
+}
+
+}  // namespace gateway

@@ -1,0 +1,42 @@
+#pragma once
+// One client connection: a flat loop in one stackful coroutine on one I/O thread (the io_context of that
+// thread is single-threaded, so the connection is implicitly on its own strand). Read a request under
+// the idle/header timeouts and size limits, answer it, repeat while keep-alive. Malformed HTTP gets a
+// 400 and the connection closed. While a request is being handled, the client closing the connection
+// cancels all of its downstream calls and nothing is written.
+
+#include "gateway/config/config.hpp"
+#include "gateway/server/request_handler.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <list>
+
+namespace gateway {
+
+// The open connections of one I/O thread, so that shutdown can close them. Single-threaded.
+class session_registry {
+ public:
+  struct entry {
+    boost::asio::ip::tcp::socket* socket = nullptr;
+    request_control* control = nullptr;
+  };
+  std::list<entry>::iterator add(entry e) { return entries_.insert(entries_.end(), e); }
+  void remove(std::list<entry>::iterator it) { entries_.erase(it); }
+  void close_all();
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::list<entry> entries_;
+};
+
+struct session_context {
+  const request_handler* handler = nullptr;
+  const limits_settings* limits = nullptr;
+  session_registry* registry = nullptr;
+  std::size_t worker = 0;
+};
+
+void run_session(boost::asio::ip::tcp::socket socket, const session_context& ctx, boost::asio::yield_context yield);
+
+}  // namespace gateway
