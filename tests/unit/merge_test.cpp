@@ -1,0 +1,77 @@
+#include "gateway/aggregate/merge.hpp"
+#include "gateway/config/config_loader.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gateway;
+using nlohmann::json;
+
+namespace {
+
+route_settings route_with(const std::string& shape) {
+  auto r = load_config_text(R"(
+downstreams:
+  d: {url: http://127.0.0.1:9}
+routes:
+  - path: /x
+    response: )" + shape + R"(
+    calls:
+      - {name: inventory, downstream: d, path: /i, fields: [priceCent, stock], fallback: {priceCent: -1, stock: 0}}
+      - {name: coupon, downstream: d, path: /c, fallback: {priceCent: -1, stock: 0, note: "n/a"}}
+      - {name: bare, downstream: d, path: /b}
+)",
+                            "test.yaml");
+  REQUIRE(r.errors.empty());
+  return r.config->routes[0];
+}
+
+call_result ok(json body) {
+  call_result r;
+  r.outcome = call_outcome::ok;
+  r.body = std::move(body);
+  return r;
+}
+
+call_result failed(call_outcome why) {
+  call_result r;
+  r.outcome = why;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("array merge keeps call order, filters fields and marks degraded entries") {
+  const auto route = route_with("array");
+  const auto merged = merge_results(
+      route, {ok({{"source", "spoofed"}, {"sku", "A1"}, {"priceCent", 120}, {"stock", 7}}),
+              failed(call_outcome::timeout), ok({{"degraded", true}, {"nested", {{"a", 1}}}})});
+  const auto body = json::parse(merged.body);
+  REQUIRE(body.is_array());
+  REQUIRE(body.size() == 3);
+  CHECK(body[0] == json{{"source", "inventory"}, {"priceCent", 120}, {"stock", 7}, {"degraded", false}});
+  CHECK(body[1] == json{{"source", "coupon"}, {"priceCent", -1}, {"stock", 0}, {"note", "n/a"}, {"degraded", true}});
+  CHECK(body[2] == json{{"source", "bare"}, {"nested", {{"a", 1}}}, {"degraded", false}});
+  CHECK(merged.degraded == "coupon");
+}
+
+TEST_CASE("object merge is keyed by call name") {
+  const auto route = route_with("object");
+  const auto merged =
+      merge_results(route, {failed(call_outcome::error), ok({{"v", "x"}}), failed(call_outcome::cancelled)});
+  const auto body = json::parse(merged.body);
+  REQUIRE(body.is_object());
+  CHECK(body["inventory"] == json{{"source", "inventory"}, {"priceCent", -1}, {"stock", 0}, {"degraded", true}});
+  CHECK(body["coupon"] == json{{"source", "coupon"}, {"v", "x"}, {"degraded", false}});
+  CHECK(body["bare"] == json{{"source", "bare"}, {"degraded", true}});
+  CHECK(merged.degraded == "inventory,bare");
+}
+
+TEST_CASE("merged output is valid JSON whatever the strings hold") {
+  const auto route = route_with("array");
+  const auto merged =
+      merge_results(route, {ok({{"priceCent", "\"\n\\\u0001"}}), ok({{"k\"ey", "\xC3\xA9"}}), ok(json::object())});
+  const auto body = json::parse(merged.body);
+  CHECK(body[0]["priceCent"] == "\"\n\\\u0001");
+  CHECK(body[1]["k\"ey"] == "\xC3\xA9");
+  CHECK(merged.degraded.empty());
+}
