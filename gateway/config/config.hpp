@@ -25,6 +25,9 @@ struct server_settings {
   listen_address listen;
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
+
+  // The stack to allocate: sanitizer builds need several times more than the configured size.
+  std::size_t stack_bytes() const;
 };
 
 struct limits_settings {

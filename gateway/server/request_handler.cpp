@@ -91,7 +91,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     fr.request_id = request_id;
     fr.traceparent = safe_token(request.traceparent, 128) ? request.traceparent : std::string_view();
     fr.worker = worker;
-    fr.stack_size = config_.server.coroutine_stack;
+    fr.stack_size = config_.server.stack_bytes();
 
     fanout calls(yield.get_executor());
     control.attach(&calls);

@@ -29,14 +29,6 @@ struct worker {
   session_registry sessions;
 };
 
-std::size_t stack_size(const gateway_config& config) {
-#ifdef GATEWAY_SANITIZE
-  return config.server.coroutine_stack * 4;  // sanitizers need far deeper stacks
-#else
-  return config.server.coroutine_stack;
-#endif
-}
-
 }  // namespace
 
 struct server::impl {
@@ -65,7 +57,7 @@ struct server::impl {
         continue;
       }
       net::spawn(
-          target.ioc.get_executor(), std::allocator_arg, boost::context::fixedsize_stack(stack_size(config)),
+          target.ioc.get_executor(), std::allocator_arg, boost::context::fixedsize_stack(config.server.stack_bytes()),
           [this, index, s = std::move(socket)](net::yield_context session_yield) mutable {
             session_context ctx{handler.get(), &config.limits, &workers[index]->sessions, index};
             run_session(std::move(s), ctx, session_yield);
