@@ -1,0 +1,44 @@
+#include "loadtest/mock/behaviour.hpp"
+
+#include <array>
+#include <utility>
+
+namespace mock {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, mode>, 9> modes = {{
+    {"ok", mode::ok},
+    {"hang", mode::hang},
+    {"fail", mode::fail},
+    {"reset", mode::reset},
+    {"garbage", mode::garbage},
+    {"notobject", mode::notobject},
+    {"big", mode::big},
+    {"drip", mode::drip},
+    {"slowheaders", mode::slowheaders},
+}};
+
+}  // namespace
+
+std::optional<mode> parse_mode(std::string_view text) {
+  for (const auto& [name, value] : modes) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+std::string_view mode_names() {
+  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders";
+}
+
+bool is_valid_path_name(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (const char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace mock

@@ -1,0 +1,38 @@
+#pragma once
+// How the mock answers requests to one path: a mode (what it sends) and a delay (when it sends it).
+
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+namespace mock {
+
+using std::chrono::microseconds;
+
+enum class mode {
+  ok,           // 200 with a JSON object derived from the sku
+  hang,         // never answers
+  fail,         // 500 with a JSON error
+  reset,        // closes the connection with an RST
+  garbage,      // 200 with a body that is not JSON
+  notobject,    // 200 with a JSON array
+  big,          // 200 with a 2 MiB JSON object
+  drip,         // 200 head at once, then the body one byte per second
+  slowheaders,  // status line at once, then the rest of the head one byte per second
+};
+
+struct behaviour {
+  mode how = mode::ok;
+  microseconds delay{0};
+};
+
+// Parses a mode by its name ("ok", "hang", ...); nullopt for anything else.
+std::optional<mode> parse_mode(std::string_view text);
+
+// The names of all modes separated by '|', for usage texts.
+std::string_view mode_names();
+
+// A path name is one URL segment of 1 to 128 characters from [A-Za-z0-9_-].
+bool is_valid_path_name(std::string_view name);
+
+}  // namespace mock

@@ -1,0 +1,221 @@
+#include "loadtest/mock/session.hpp"
+
+#include "gateway/core/peer_watch.hpp"
+#include "loadtest/mock/handle_request.hpp"
+#include "loadtest/mock/idle_watchdog.hpp"
+#include "loadtest/mock/replies.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <array>
+#include <chrono>
+
+namespace mock {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using namespace std::chrono_literals;
+
+constexpr std::size_t header_limit = 16 * 1024;
+constexpr std::size_t body_limit = 64 * 1024;
+// A read or write that makes no progress for this long ends the connection.
+constexpr auto idle_timeout = 60s;
+constexpr auto hang_limit = 5min;
+constexpr auto drip_interval = 1s;
+
+// A read error that means the client sent something that is not HTTP (as opposed to the connection
+// ending or timing out).
+bool is_malformed(const beast::error_code& ec) {
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return false;
+  return &ec.category() == &http::make_error_code(http::error::bad_version).category();
+}
+
+std::string_view field(const http::request<http::string_body>& req, std::string_view name) {
+  const auto it = req.find(name);
+  if (it == req.end()) return {};
+  return it->value();
+}
+
+class session {
+ public:
+  session(net::ip::tcp::socket socket, path_registry& registry, const net::yield_context& yield)
+      : socket_(std::move(socket)),
+        registry_(registry),
+        yield_(yield),
+        timer_(socket_.get_executor()),
+        watch_(socket_),
+        watchdog_(socket_, idle_timeout) {
+    registry_.connection_opened();
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+  ~session() { registry_.connection_closed(); }
+
+  void run() {
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(header_limit);
+      parser.body_limit(body_limit);
+      beast::error_code ec;
+      watchdog_.touch();
+      http::async_read(socket_, buffer_, parser, yield_[ec]);
+      if (ec) {
+        if (is_malformed(ec)) reply(400, R"({"error":"bad request"})", false);
+        return;
+      }
+      const auto& req = parser.get();
+      const request_view view{
+          req.method() == http::verb::get,
+          req.target(),
+          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent")}};
+      const auto act = handle_request(view, registry_);
+      const bool keep_alive = req.keep_alive() && !act.close;
+      const bool go_on = act.downstream ? serve(act, keep_alive) : reply(act.status, act.body, keep_alive);
+      if (!go_on) return;
+    }
+  }
+
+ private:
+  // Sends a complete reply; returns whether the connection stays open.
+  bool reply(unsigned status, std::string_view body, bool keep_alive) {
+    head_.clear();
+    append_head(head_, status, body.size(), keep_alive);
+    return !write(head_, body) && finish(keep_alive);
+  }
+
+  // Performs a downstream request per its behaviour; returns whether the connection stays open.
+  bool serve(const request_action& act, bool keep_alive) {
+    const behaviour& how = act.ticket.how;
+    if (how.how == mode::hang) {
+      if (!pause(hang_limit)) registry_.count_cancelled(act.ticket);
+      return false;
+    }
+    if (!pause(how.delay)) {
+      registry_.count_cancelled(act.ticket);
+      return false;
+    }
+
+    std::string_view body;
+    switch (how.how) {
+      case mode::reset: {
+        beast::error_code ignored;
+        socket_.set_option(net::socket_base::linger(true, 0), ignored);
+        socket_.close(ignored);
+        return false;
+      }
+      case mode::drip:
+        return drip(act, keep_alive);
+      case mode::slowheaders:
+        return slow_headers(act, keep_alive);
+      case mode::fail:
+        body = fail_body;
+        break;
+      case mode::garbage:
+        body = garbage_body;
+        break;
+      case mode::notobject:
+        body = notobject_body;
+        break;
+      case mode::big:
+        body = big_body();
+        break;
+      case mode::ok:
+      case mode::hang:
+        body_.clear();
+        append_ok_body(body_, act.name, act.sku);
+        body = body_;
+        break;
+    }
+    head_.clear();
+    append_head(head_, how.how == mode::fail ? 500 : 200, body.size(), keep_alive);
+    return sent(act, write(head_, body)) && finish(keep_alive);
+  }
+
+  bool drip(const request_action& act, bool keep_alive) {
+    const std::string body = padded_object(drip_body_size);
+    head_.clear();
+    append_head(head_, 200, body.size(), keep_alive);
+    if (!sent(act, write(head_))) return false;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+      if (!pause(drip_interval)) return sent(act, net::error::connection_reset);
+      if (!sent(act, write(std::string_view(body).substr(i, 1)))) return false;
+    }
+    return finish(keep_alive);
+  }
+
+  bool slow_headers(const request_action& act, bool keep_alive) {
+    body_.clear();
+    append_ok_body(body_, act.name, act.sku);
+    head_.clear();
+    append_head(head_, 200, body_.size(), keep_alive);
+    const std::string_view head = head_;
+    const auto status_end = head.find("\r\n") + 2;
+    if (!sent(act, write(head.substr(0, status_end)))) return false;
+    for (std::size_t i = status_end; i < head.size(); ++i) {
+      if (!pause(drip_interval)) return sent(act, net::error::connection_reset);
+      if (!sent(act, write(head.substr(i, 1)))) return false;
+    }
+    return sent(act, write(body_)) && finish(keep_alive);
+  }
+
+  // Waits `d` unless the client closes the connection meanwhile; returns false when it did.
+  bool pause(std::chrono::steady_clock::duration d) {
+    if (d <= d.zero()) return true;
+    watchdog_.suspend();
+    timer_.expires_after(d);
+    watch_.start([this] { timer_.cancel(); });
+    beast::error_code ec;
+    timer_.async_wait(yield_[ec]);
+    const bool closed = watch_.peer_closed();
+    watch_.stop();
+    return !closed;
+  }
+
+  beast::error_code write(std::string_view first, std::string_view second = {}) {
+    const std::array<net::const_buffer, 2> buffers{net::buffer(first), net::buffer(second)};
+    beast::error_code ec;
+    watchdog_.touch();
+    net::async_write(socket_, buffers, yield_[ec]);
+    return ec;
+  }
+
+  // Counts a write that failed because the client went away; returns whether the write succeeded.
+  bool sent(const request_action& act, const beast::error_code& ec) {
+    if (ec && !watchdog_.expired()) registry_.count_cancelled(act.ticket);
+    return !ec;
+  }
+
+  bool finish(bool keep_alive) {
+    if (keep_alive) return true;
+    beast::error_code ignored;
+    socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+    return false;
+  }
+
+  net::ip::tcp::socket socket_;
+  path_registry& registry_;
+  net::yield_context yield_;
+  net::steady_timer timer_;
+  gateway::peer_watch watch_;
+  idle_watchdog watchdog_;
+  beast::flat_buffer buffer_;
+  std::string head_;
+  std::string body_;
+};
+
+}  // namespace
+
+void run_session(net::ip::tcp::socket socket, path_registry& registry, const net::yield_context& yield) {
+  session s(std::move(socket), registry, yield);
+  s.run();
+}
+
+}  // namespace mock

@@ -1,0 +1,17 @@
+#pragma once
+// One keep-alive HTTP/1.1 connection of the mock: read a request, act on it, repeat. Runs as a spawned
+// coroutine on the socket's executor (single-threaded io_context, no strand needed). Network errors end
+// the session quietly; a client that closes the connection while its request is being answered is
+// counted as a cancellation.
+
+#include "loadtest/mock/path_registry.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/spawn.hpp>
+
+namespace mock {
+
+void run_session(boost::asio::ip::tcp::socket socket, path_registry& registry,
+                 const boost::asio::yield_context& yield);
+
+}  // namespace mock
