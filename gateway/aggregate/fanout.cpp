@@ -1,6 +1,7 @@
 #include "gateway/aggregate/fanout.hpp"
 
-#include <boost/context/fixedsize_stack.hpp>
+#include "gateway/core/stack_cache.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -18,7 +19,6 @@ void fanout::cancel(cancel_reason why) {
 
 void fanout::run_call(std::size_t index, const fanout_request& request, net::yield_context yield) {
   const auto& call = request.route->calls[index];
-  const auto call_deadline = call.timeout ? std::min(request.deadline, clock::now() + *call.timeout) : request.deadline;
   std::string target;
   target.reserve(64);
   call.path.expand(target, [&](const std::string& name) -> std::string_view {
@@ -31,7 +31,7 @@ void fanout::run_call(std::size_t index, const fanout_request& request, net::yie
   call_request req;
   req.target = target;
   req.params = request.params;
-  req.deadline = call_deadline;
+  req.deadline = deadlines_[index];
   req.request_id = request.request_id;
   req.traceparent = request.traceparent;
   req.worker = request.worker;
@@ -51,6 +51,11 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   cancels_.clear();
   cancels_.resize(n);
   pending_ = n;
+  const auto now = clock::now();
+  deadlines_.clear();
+  for (const auto& call : request.route->calls) {
+    deadlines_.push_back(call.timeout ? std::min(request.deadline, now + *call.timeout) : request.deadline);
+  }
   if (cancelled_ != cancel_reason::none) {
     for (auto& c : cancels_) c.request_cancel(cancelled_);
   }
@@ -58,7 +63,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   const auto ex = yield.get_executor();
   for (std::size_t i = 0; i < n; ++i) {
     net::spawn(
-        ex, std::allocator_arg, boost::context::fixedsize_stack(request.stack_size),
+        ex, std::allocator_arg, stack_cache(request.stack_size),
         [this, i, &request](net::yield_context child) {
           try {
             run_call(i, request, child);
@@ -75,18 +80,21 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
         });
   }
 
-  // Wait for every call; at the deadline cancel the unfinished ones, then keep waiting for them
-  // (they finish promptly once their sockets and timers are cancelled).
-  wake_.expires_at(request.deadline);
-  bool deadline_passed = false;
+  // One timer enforces every call's deadline: it sleeps until the earliest deadline of a call still
+  // running, cancels the calls whose deadline has passed, and sleeps again. The last call to finish
+  // wakes it for good. Calls finish promptly once cancelled (their socket or timer is cancelled).
   while (pending_ > 0) {
+    auto next = clock::time_point::max();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!finished_[i] && !cancels_[i].cancelled()) next = std::min(next, deadlines_[i]);
+    }
+    wake_.expires_at(next);
     boost::system::error_code ec;
     wake_.async_wait(yield[ec]);
     if (pending_ == 0) break;
-    if (!ec && !deadline_passed) {
-      deadline_passed = true;
-      cancel(cancel_reason::deadline);
-      wake_.expires_at(clock::time_point::max());
+    const auto woke = clock::now();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!finished_[i] && deadlines_[i] <= woke) cancels_[i].request_cancel(cancel_reason::deadline);
     }
   }
   return std::move(results_);

@@ -1,8 +1,10 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
 // Each call runs in its own stackful coroutine on the caller's executor (the same I/O thread, so no
-// locking). At the deadline, or on cancel(), every unfinished call is cancelled; run() returns only
-// after every call's coroutine has finished, so no call outlives its request.
+// locking). A call's deadline is min(its timeout, the request deadline) and is enforced here, by one
+// timer for the whole request: a downstream needs no timers of its own, only to finish promptly when
+// its cancel_source fires. At its deadline, or on cancel(), every unfinished call is cancelled; run()
+// returns only after every call's coroutine has finished, so no call outlives its request.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
@@ -43,6 +45,7 @@ class fanout {
 
   boost::asio::steady_timer wake_;
   std::deque<cancel_source> cancels_;  // stable addresses
+  std::vector<clock::time_point> deadlines_;  // per call: min(call timeout, request deadline)
   std::vector<call_result> results_;
   std::vector<bool> finished_;
   std::size_t pending_ = 0;

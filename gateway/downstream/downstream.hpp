@@ -1,7 +1,9 @@
 #pragma once
 // The interface every kind of downstream implements (HTTP first; SQL later).
-// call() runs inside the request's stackful coroutine, on that coroutine's I/O thread, and returns by
-// the call's deadline (plus scheduling slack) or soon after `cancel` fires; it never throws for I/O.
+// call() runs inside the request's stackful coroutine, on that coroutine's I/O thread; it never throws
+// for I/O. The caller fires `cancel` at the call's deadline (or when the request is abandoned) and the
+// call must then return promptly, releasing nothing half-used to a pool. `deadline` is for
+// propagation (e.g. X-Request-Timeout-Ms) and for the call's own waits.
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"

@@ -104,13 +104,17 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
   }
   auto conn = std::move(acquired.conn);
   const bool was_reused = conn->reused;
-  conn->stream.expires_at(request.deadline);
+  // Plain socket operations, no per-operation timers: the fan-out cancels the call at its deadline.
+  auto& socket = conn->stream.socket();
   std::optional<cancel_source::scoped_hook> hook;
-  hook.emplace(cancel, [s = &conn->stream] { s->cancel(); });
+  hook.emplace(cancel, [&socket] {
+    error_code ignored;
+    socket.cancel(ignored);
+  });
 
   error_code ec;
   const std::string head = build_head(request);
-  net::async_write(conn->stream, net::buffer(head), yield[ec]);
+  net::async_write(socket, net::buffer(head), yield[ec]);
   if (ec) {
     hook.reset();
     pool.discard(std::move(conn));
@@ -123,7 +127,7 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
   parser.header_limit(response_header_limit);
   parser.body_limit(settings_.max_response_bytes);
   conn->buffer.clear();
-  http::async_read(conn->stream, conn->buffer, parser, yield[ec]);
+  http::async_read(socket, conn->buffer, parser, yield[ec]);
   if (ec) {
     const bool nothing_received = !parser.got_some();
     hook.reset();

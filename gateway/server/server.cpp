@@ -1,5 +1,6 @@
 #include "gateway/server/server.hpp"
 
+#include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session.hpp"
@@ -8,7 +9,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/context/fixedsize_stack.hpp>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -57,7 +57,7 @@ struct server::impl {
         continue;
       }
       net::spawn(
-          target.ioc.get_executor(), std::allocator_arg, boost::context::fixedsize_stack(config.server.stack_bytes()),
+          target.ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
           [this, index, s = std::move(socket)](net::yield_context session_yield) mutable {
             session_context ctx{handler.get(), &config.limits, &workers[index]->sessions, index};
             run_session(std::move(s), ctx, session_yield);
