@@ -19,6 +19,11 @@ void fanout::cancel(cancel_reason why) {
 
 void fanout::run_call(std::size_t index, const fanout_request& request, net::yield_context yield) {
   const auto& call = request.route->calls[index];
+  if (deadlines_[index] <= clock::now()) {  // no time left: don't bother the downstream
+    results_[index].outcome = call_outcome::timeout;
+    results_[index].detail = "no time left";
+    return;
+  }
   std::string target;
   target.reserve(64);
   call.path.expand(target, [&](const std::string& name) -> std::string_view {

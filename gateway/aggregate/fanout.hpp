@@ -44,7 +44,7 @@ class fanout {
   void run_call(std::size_t index, const fanout_request& request, boost::asio::yield_context yield);
 
   boost::asio::steady_timer wake_;
-  std::deque<cancel_source> cancels_;  // stable addresses
+  std::deque<cancel_source> cancels_;         // stable addresses
   std::vector<clock::time_point> deadlines_;  // per call: min(call timeout, request deadline)
   std::vector<call_result> results_;
   std::vector<bool> finished_;

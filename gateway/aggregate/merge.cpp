@@ -15,7 +15,8 @@ void append_entry(std::string& out, const call_settings& call, const call_result
   if (result.ok()) {
     for (const auto& [key, value] : result.body.items()) {
       if (key == "source" || key == "degraded") continue;
-      if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end()) {
+      if (!call.fields.empty() &&
+          std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end()) {
         continue;
       }
       out += ',';

@@ -16,7 +16,8 @@ std::optional<listen_address> parse_listen(const std::string& text) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
   listen_address a;
   a.host = text.substr(0, colon);
-  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']')
+    a.host = a.host.substr(1, a.host.size() - 2);
   unsigned long port = 0;
   for (char c : text.substr(colon + 1)) {
     if (c < '0' || c > '9') return std::nullopt;
@@ -38,7 +39,8 @@ std::string parse_downstream_url(downstream_settings& d) {
   std::string base = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash));
   while (!base.empty() && base.back() == '/') base.pop_back();
   for (char c : base) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#') return "url base path has a forbidden character";
+    if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#')
+      return "url base path has a forbidden character";
   }
   auto address = parse_listen(std::string(authority));
   if (!address) {
@@ -105,7 +107,8 @@ class loader {
     yaml_reader r(node, errors_, "log");
     if (r.string("level", l.level)) {
       static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
-      if (!levels.contains(l.level)) r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
+      if (!levels.contains(l.level))
+        r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
     }
     r.finish();
   }
@@ -177,7 +180,8 @@ class loader {
       r.boolean("required", p.required);
       if (r.string("pattern", p.pattern)) {
         try {
-          p.regex = std::make_shared<const std::regex>(p.pattern, std::regex::ECMAScript | std::regex::optimize);
+          p.regex =
+              std::make_shared<const std::regex>(p.pattern, std::regex::ECMAScript | std::regex::optimize);
         } catch (const std::regex_error& e) {
           r.error_at("pattern", std::string("invalid regular expression: ") + e.what());
         }

@@ -63,7 +63,8 @@ yaml_reader::yaml_reader(const YAML::Node& node, std::vector<config_error>& erro
   for (const auto& kv : node) entries_.emplace_back(kv.first, kv.second);
 }
 
-void yaml_reader::report(std::vector<config_error>& errors, const YAML::Node& node, const std::string& message) {
+void yaml_reader::report(std::vector<config_error>& errors, const YAML::Node& node,
+                         const std::string& message) {
   const auto mark = node.Mark();
   errors.push_back({mark.line + 1, mark.column + 1, message});
 }
@@ -142,7 +143,8 @@ bool yaml_reader::size(const std::string& key, std::size_t& out, std::size_t min
   }
   value *= scale;
   if (value < min || value > max) {
-    report(errors_, *v, what_ + "." + key + ": must be between " + std::to_string(min) + " and " + std::to_string(max));
+    report(errors_, *v,
+           what_ + "." + key + ": must be between " + std::to_string(min) + " and " + std::to_string(max));
     return false;
   }
   out = value;

@@ -4,8 +4,8 @@
 
 #include "gateway/config/config_loader.hpp"
 
-#include <nlohmann/json_fwd.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <functional>
 #include <optional>

@@ -32,7 +32,9 @@ class cancel_source {
    private:
     cancel_source& src_;
   };
-  [[nodiscard]] scoped_hook on_cancel(std::function<void()> hook) { return scoped_hook(*this, std::move(hook)); }
+  [[nodiscard]] scoped_hook on_cancel(std::function<void()> hook) {
+    return scoped_hook(*this, std::move(hook));
+  }
 
  private:
   cancel_reason reason_ = cancel_reason::none;

@@ -21,7 +21,8 @@ connection_pool::acquire_result connection_pool::acquire(clock::time_point deadl
   while (!fresh && !idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
-    if (now - conn->last_used < idle_timeout_ && conn->stream.socket().is_open()) return {std::move(conn), {}};
+    if (now - conn->last_used < idle_timeout_ && conn->stream.socket().is_open())
+      return {std::move(conn), {}};
     discard(std::move(conn));
   }
   if (fresh && !idle_.empty() && open_ + reserved_ >= cap_) {  // make room for the fresh one
@@ -47,7 +48,8 @@ connection_pool::acquire_result connection_pool::acquire(clock::time_point deadl
       return {nullptr, net::error::operation_aborted};
     }
     if (!w.slot_freed) {
-      return {nullptr, cancel.cancelled() ? error_code(net::error::operation_aborted) : error_code(net::error::timed_out)};
+      return {nullptr, cancel.cancelled() ? error_code(net::error::operation_aborted)
+                                          : error_code(net::error::timed_out)};
     }
     --reserved_;
     if (cancel.cancelled()) {
@@ -60,8 +62,8 @@ connection_pool::acquire_result connection_pool::acquire(clock::time_point deadl
   return {std::move(conn), ec};
 }
 
-connection_pool::handle connection_pool::connect(clock::time_point deadline, cancel_source& cancel, error_code& ec,
-                                                 net::yield_context yield) {
+connection_pool::handle connection_pool::connect(clock::time_point deadline, cancel_source& cancel,
+                                                 error_code& ec, net::yield_context yield) {
   if (cancel.cancelled()) {
     ec = net::error::operation_aborted;
     return nullptr;

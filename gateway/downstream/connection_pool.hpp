@@ -55,8 +55,8 @@ class connection_pool {
  private:
   struct waiter {
     boost::asio::steady_timer* timer;
-    handle conn;             // a released connection handed over
-    bool slot_freed = false; // a closed connection left room to open one
+    handle conn;              // a released connection handed over
+    bool slot_freed = false;  // a closed connection left room to open one
   };
   void wake_first_waiter(handle conn);
   void close(handle conn);  // closes without waking a waiter

@@ -18,12 +18,12 @@
 namespace gateway {
 
 struct call_request {
-  std::string_view target;                    // expanded path + query (HTTP)
-  const std::vector<std::string>* params;     // route parameter values, aligned with route_settings::params
-  clock::time_point deadline;                 // effective deadline of this call
+  std::string_view target;                 // expanded path + query (HTTP)
+  const std::vector<std::string>* params;  // route parameter values, aligned with route_settings::params
+  clock::time_point deadline;              // effective deadline of this call
   std::string_view request_id;
-  std::string_view traceparent;               // empty when absent
-  std::size_t worker = 0;                     // index of the I/O thread the coroutine runs on
+  std::string_view traceparent;  // empty when absent
+  std::size_t worker = 0;        // index of the I/O thread the coroutine runs on
   cancel_source* cancel = nullptr;
 };
 

@@ -54,11 +54,14 @@ bool retryable(const error_code& ec) {
 
 }  // namespace
 
-http_downstream::http_downstream(const downstream_settings& settings, const std::vector<net::io_context*>& workers)
+http_downstream::http_downstream(const downstream_settings& settings,
+                                 const std::vector<net::io_context*>& workers)
     : settings_(settings) {
   const auto endpoint = resolve(settings_);
-  host_header_ = settings_.port == 80 ? settings_.host : settings_.host + ":" + std::to_string(settings_.port);
-  const std::size_t per_worker = std::max<std::size_t>(1, settings_.max_connections / std::max<std::size_t>(1, workers.size()));
+  host_header_ =
+      settings_.port == 80 ? settings_.host : settings_.host + ":" + std::to_string(settings_.port);
+  const std::size_t per_worker =
+      std::max<std::size_t>(1, settings_.max_connections / std::max<std::size_t>(1, workers.size()));
   for (auto* ioc : workers) {
     pools_.push_back(std::make_unique<connection_pool>(ioc->get_executor(), endpoint, per_worker,
                                                        settings_.connect_timeout, settings_.idle_timeout));
@@ -67,14 +70,18 @@ http_downstream::http_downstream(const downstream_settings& settings, const std:
 
 http_downstream::~http_downstream() = default;
 
-void http_downstream::close_idle(std::size_t worker) { pools_.at(worker)->close_idle(); }
+void http_downstream::close_idle(std::size_t worker) {
+  pools_.at(worker)->close_idle();
+}
 
 std::string http_downstream::build_head(const call_request& request) const {
   std::string head;
   head.reserve(160 + settings_.base_path.size() + request.target.size() + request.traceparent.size());
   head.append("GET ").append(settings_.base_path).append(request.target).append(" HTTP/1.1\r\nHost: ");
   head.append(host_header_).append("\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ");
-  head.append(std::to_string(millis_left(request.deadline))).append("\r\nX-Request-Id: ").append(request.request_id);
+  head.append(std::to_string(millis_left(request.deadline)))
+      .append("\r\nX-Request-Id: ")
+      .append(request.request_id);
   if (!request.traceparent.empty()) head.append("\r\ntraceparent: ").append(request.traceparent);
   head.append("\r\n\r\n");
   return head;
@@ -107,9 +114,10 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
   // Plain socket operations, no per-operation timers: the fan-out cancels the call at its deadline.
   auto& socket = conn->stream.socket();
   std::optional<cancel_source::scoped_hook> hook;
+  // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
   hook.emplace(cancel, [&socket] {
     error_code ignored;
-    socket.cancel(ignored);
+    socket.close(ignored);
   });
 
   error_code ec;
@@ -120,6 +128,13 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
     pool.discard(std::move(conn));
     if (was_reused && !cancel.cancelled() && retryable(ec)) return exchange_status::retry_on_fresh;
     fail(result, cancel, ec, "write failed");
+    return exchange_status::done;
+  }
+
+  if (cancel.cancelled()) {  // fired while the write completed: don't start the read
+    hook.reset();
+    pool.discard(std::move(conn));
+    fail(result, cancel, net::error::operation_aborted, "cancelled");
     return exchange_status::done;
   }
 

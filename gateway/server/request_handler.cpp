@@ -2,8 +2,8 @@
 
 #include "gateway/aggregate/merge.hpp"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <random>
@@ -19,6 +19,18 @@ bool safe_token(std::string_view s, std::size_t max) {
     if (!ok) return false;
   }
   return true;
+}
+
+// W3C trace context: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>" (55 characters).
+bool valid_traceparent(std::string_view s) {
+  if (s.size() != 55 || s[2] != '-' || s[35] != '-' || s[52] != '-') return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i == 2 || i == 35 || i == 52) continue;
+    const char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return s.substr(0, 2) != "ff" && s.substr(3, 32) != std::string_view("00000000000000000000000000000000") &&
+         s.substr(36, 16) != std::string_view("0000000000000000");
 }
 
 // A positive integer header value in milliseconds, or nullopt.
@@ -80,7 +92,8 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     // The caller's budget can only shorten ours.
     auto deadline = request.received + route.deadline;
     for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
-      if (auto ms = header_millis(header)) deadline = std::min(deadline, request.received + milliseconds(*ms));
+      if (auto ms = header_millis(header))
+        deadline = std::min(deadline, request.received + milliseconds(*ms));
     }
 
     fanout_request fr;
@@ -89,7 +102,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     fr.params = &params;
     fr.deadline = deadline;
     fr.request_id = request_id;
-    fr.traceparent = safe_token(request.traceparent, 128) ? request.traceparent : std::string_view();
+    fr.traceparent = valid_traceparent(request.traceparent) ? request.traceparent : std::string_view();
     fr.worker = worker;
     fr.stack_size = config_.server.stack_bytes();
 

@@ -18,10 +18,10 @@ namespace gateway {
 struct inbound_request {
   std::string_view method;
   std::string_view target;
-  std::string_view request_id;       // X-Request-Id, may be empty
-  std::string_view traceparent;      // may be empty
-  std::string_view timeout_ms;       // X-Request-Timeout-Ms, may be empty
-  std::string_view envoy_timeout_ms; // x-envoy-expected-rq-timeout-ms, may be empty
+  std::string_view request_id;        // X-Request-Id, may be empty
+  std::string_view traceparent;       // may be empty
+  std::string_view timeout_ms;        // X-Request-Timeout-Ms, may be empty
+  std::string_view envoy_timeout_ms;  // x-envoy-expected-rq-timeout-ms, may be empty
   clock::time_point received = clock::now();
 };
 

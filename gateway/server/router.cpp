@@ -2,7 +2,9 @@
 
 namespace gateway {
 
-std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
+std::string_view target_path(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
 
 std::string_view target_query(std::string_view target) {
   const auto q = target.find('?');
@@ -53,7 +55,8 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   return true;
 }
 
-std::string extract_params(const route_settings& route, std::string_view query, std::vector<std::string>& values) {
+std::string extract_params(const route_settings& route, std::string_view query,
+                           std::vector<std::string>& values) {
   values.assign(route.params.size(), std::string());
   std::vector<bool> seen(route.params.size(), false);
   std::string name;
@@ -65,7 +68,8 @@ std::string extract_params(const route_settings& route, std::string_view query, 
     if (pair.empty()) continue;
     const auto eq = pair.find('=');
     if (!percent_decode(pair.substr(0, eq), name, true)) return "malformed percent-encoding in query";
-    if (!percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), value, true)) {
+    if (!percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), value,
+                        true)) {
       return "malformed percent-encoding in query";
     }
     for (std::size_t i = 0; i < route.params.size(); ++i) {
@@ -80,7 +84,8 @@ std::string extract_params(const route_settings& route, std::string_view query, 
       if (p.required) return "missing required parameter '" + p.name + "'";
       continue;
     }
-    if (p.regex && !std::regex_match(values[i], *p.regex)) return "invalid value for parameter '" + p.name + "'";
+    if (p.regex && !std::regex_match(values[i], *p.regex))
+      return "invalid value for parameter '" + p.name + "'";
   }
   return {};
 }

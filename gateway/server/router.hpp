@@ -10,9 +10,9 @@
 namespace gateway {
 
 struct route_lookup {
-  unsigned status = 404;              // 200 found, 404 no such path, 405 path exists for other methods
-  std::size_t index = 0;              // into gateway_config::routes when status == 200
-  std::string allow;                  // methods allowed on the path, for 405
+  unsigned status = 404;  // 200 found, 404 no such path, 405 path exists for other methods
+  std::size_t index = 0;  // into gateway_config::routes when status == 200
+  std::string allow;      // methods allowed on the path, for 405
 };
 
 class router {
@@ -32,6 +32,7 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
 
 // Fills `values` (aligned with route.params) from the query. Returns an error message for the client
 // (missing required parameter, pattern mismatch, malformed encoding), or "" when all is well.
-std::string extract_params(const route_settings& route, std::string_view query, std::vector<std::string>& values);
+std::string extract_params(const route_settings& route, std::string_view query,
+                           std::vector<std::string>& values);
 
 }  // namespace gateway

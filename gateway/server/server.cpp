@@ -5,11 +5,11 @@
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <map>
@@ -84,7 +84,8 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     impl_->workers.push_back(std::make_unique<worker>());
     iocs.push_back(&impl_->workers.back()->ioc);
   }
-  for (const auto& d : cfg.downstreams) impl_->downstreams[d.name] = std::make_unique<http_downstream>(d, iocs);
+  for (const auto& d : cfg.downstreams)
+    impl_->downstreams[d.name] = std::make_unique<http_downstream>(d, iocs);
 
   std::vector<std::vector<downstream*>> targets;
   for (const auto& route : cfg.routes) {
@@ -102,16 +103,21 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   impl_->acceptor->open(endpoint.protocol());
   impl_->acceptor->set_option(net::socket_base::reuse_address(true));
   impl_->acceptor->bind(endpoint, ec);
-  if (ec) throw std::runtime_error("cannot listen on " + cfg.server.listen.host + ":" +
-                                   std::to_string(cfg.server.listen.port) + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot listen on " + cfg.server.listen.host + ":" +
+                             std::to_string(cfg.server.listen.port) + ": " + ec.message());
   impl_->acceptor->listen(net::socket_base::max_listen_connections);
 }
 
 server::~server() = default;
 
-net::ip::tcp::endpoint server::local_endpoint() const { return impl_->acceptor->local_endpoint(); }
+net::ip::tcp::endpoint server::local_endpoint() const {
+  return impl_->acceptor->local_endpoint();
+}
 
-std::size_t server::threads() const { return impl_->workers.size(); }
+std::size_t server::threads() const {
+  return impl_->workers.size();
+}
 
 void server::run() {
   net::spawn(

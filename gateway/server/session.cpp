@@ -73,8 +73,8 @@ std::string response_head(const outbound_response& r, bool keep_alive) {
 unsigned status_for_read_error(const error_code& ec) {
   if (ec == http::error::header_limit) return 431;
   if (ec == http::error::body_limit) return 413;
-  if (ec.category() == make_error_code(http::error::end_of_stream).category() && ec != http::error::end_of_stream &&
-      ec != http::error::partial_message) {
+  if (ec.category() == make_error_code(http::error::end_of_stream).category() &&
+      ec != http::error::end_of_stream && ec != http::error::partial_message) {
     return 400;
   }
   return 0;
@@ -126,10 +126,12 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       if (read.error_status != 0 && control.reason() == cancel_reason::none) {
         outbound_response r;
         r.status = read.error_status;
-        r.body = error_body(read.error_status == 400 ? "malformed HTTP request" : reason_phrase(read.error_status));
+        r.body = error_body(read.error_status == 400 ? "malformed HTTP request"
+                                                     : reason_phrase(read.error_status));
         const auto head = response_head(r, false);
         stream.expires_after(ctx.limits->write_timeout);
-        net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(r.body)}, yield[ec]);
+        net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(r.body)},
+                         yield[ec]);
       }
       break;
     }
@@ -152,7 +154,8 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     const bool keep_alive = req.keep_alive() && control.reason() == cancel_reason::none;
     const auto head = response_head(response, keep_alive);
     stream.expires_after(ctx.limits->write_timeout);
-    net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(response.body)}, yield[ec]);
+    net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(response.body)},
+                     yield[ec]);
     if (ec || !keep_alive) break;
   }
   ctx.registry->remove(registered);

@@ -37,6 +37,7 @@ struct session_context {
   std::size_t worker = 0;
 };
 
-void run_session(boost::asio::ip::tcp::socket socket, const session_context& ctx, boost::asio::yield_context yield);
+void run_session(boost::asio::ip::tcp::socket socket, const session_context& ctx,
+                 boost::asio::yield_context yield);
 
 }  // namespace gateway

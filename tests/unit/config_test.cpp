@@ -81,8 +81,8 @@ TEST_CASE("the shipped default configuration loads") {
   CHECK(route.deadline == milliseconds(800));
   std::vector<std::string> names;
   for (const auto& c : route.calls) names.push_back(c.name);
-  CHECK(names == std::vector<std::string>{"inventory", "channel-price", "coupon", "review-summary", "logistics-eta",
-                                          "recommendation"});
+  CHECK(names == std::vector<std::string>{"inventory", "channel-price", "coupon", "review-summary",
+                                          "logistics-eta", "recommendation"});
 }
 
 TEST_CASE("each kind of error is reported at its line and column") {
@@ -140,7 +140,8 @@ TEST_CASE("a duplicate call name and duplicate keys are errors") {
   CHECK(r.errors[0].line == 23);
   CHECK_THAT(r.errors[0].message, Catch::Contains("duplicate call name"));
 
-  r = load_config_text("server:\n  threads: 1\n  threads: 2\n" + good.substr(good.find("downstreams:")), "t.yaml");
+  r = load_config_text("server:\n  threads: 1\n  threads: 2\n" + good.substr(good.find("downstreams:")),
+                       "t.yaml");
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].line == 3);
   CHECK_THAT(r.errors[0].message, Catch::Contains("duplicate key"));

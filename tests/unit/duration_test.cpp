@@ -14,7 +14,8 @@ TEST_CASE("durations parse in every unit") {
 }
 
 TEST_CASE("malformed durations are rejected") {
-  for (const char* bad : {"", "ms", "150", "1.5s", "-5ms", " 5ms", "5 ms", "5msx", "5h", "99999999999999s", "5MS"}) {
+  for (const char* bad :
+       {"", "ms", "150", "1.5s", "-5ms", " 5ms", "5 ms", "5msx", "5h", "99999999999999s", "5MS"}) {
     INFO(bad);
     CHECK_FALSE(parse_duration(bad).has_value());
   }

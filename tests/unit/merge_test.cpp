@@ -42,14 +42,15 @@ call_result failed(call_outcome why) {
 
 TEST_CASE("array merge keeps call order, filters fields and marks degraded entries") {
   const auto route = route_with("array");
-  const auto merged = merge_results(
-      route, {ok({{"source", "spoofed"}, {"sku", "A1"}, {"priceCent", 120}, {"stock", 7}}),
-              failed(call_outcome::timeout), ok({{"degraded", true}, {"nested", {{"a", 1}}}})});
+  const auto merged =
+      merge_results(route, {ok({{"source", "spoofed"}, {"sku", "A1"}, {"priceCent", 120}, {"stock", 7}}),
+                            failed(call_outcome::timeout), ok({{"degraded", true}, {"nested", {{"a", 1}}}})});
   const auto body = json::parse(merged.body);
   REQUIRE(body.is_array());
   REQUIRE(body.size() == 3);
   CHECK(body[0] == json{{"source", "inventory"}, {"priceCent", 120}, {"stock", 7}, {"degraded", false}});
-  CHECK(body[1] == json{{"source", "coupon"}, {"priceCent", -1}, {"stock", 0}, {"note", "n/a"}, {"degraded", true}});
+  CHECK(body[1] ==
+        json{{"source", "coupon"}, {"priceCent", -1}, {"stock", 0}, {"note", "n/a"}, {"degraded", true}});
   CHECK(body[2] == json{{"source", "bare"}, {"nested", {{"a", 1}}}, {"degraded", false}});
   CHECK(merged.degraded == "coupon");
 }
@@ -60,7 +61,8 @@ TEST_CASE("object merge is keyed by call name") {
       merge_results(route, {failed(call_outcome::error), ok({{"v", "x"}}), failed(call_outcome::cancelled)});
   const auto body = json::parse(merged.body);
   REQUIRE(body.is_object());
-  CHECK(body["inventory"] == json{{"source", "inventory"}, {"priceCent", -1}, {"stock", 0}, {"degraded", true}});
+  CHECK(body["inventory"] ==
+        json{{"source", "inventory"}, {"priceCent", -1}, {"stock", 0}, {"degraded", true}});
   CHECK(body["coupon"] == json{{"source", "coupon"}, {"v", "x"}, {"degraded", false}});
   CHECK(body["bare"] == json{{"source", "bare"}, {"degraded", true}});
   CHECK(merged.degraded == "inventory,bare");
@@ -68,8 +70,8 @@ TEST_CASE("object merge is keyed by call name") {
 
 TEST_CASE("merged output is valid JSON whatever the strings hold") {
   const auto route = route_with("array");
-  const auto merged =
-      merge_results(route, {ok({{"priceCent", "\"\n\\\u0001"}}), ok({{"k\"ey", "\xC3\xA9"}}), ok(json::object())});
+  const auto merged = merge_results(
+      route, {ok({{"priceCent", "\"\n\\\u0001"}}), ok({{"k\"ey", "\xC3\xA9"}}), ok(json::object())});
   const auto body = json::parse(merged.body);
   CHECK(body[0]["priceCent"] == "\"\n\\\u0001");
   CHECK(body[1]["k\"ey"] == "\xC3\xA9");

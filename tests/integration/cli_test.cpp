@@ -1,0 +1,162 @@
+// The command line: --check validates a config and reports FILE:LINE:COL for each problem, --version and
+// --help answer and exit.
+
+#include "tests/support/offer_checks.hpp"
+
+#include <sstream>
+
+using namespace test_support;
+using namespace std::chrono_literals;
+
+namespace {
+
+// 1-based number of the first line of `text` containing `needle`, 0 if none.
+int line_of(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(needle) != std::string::npos) return n;
+  return 0;
+}
+
+// Replaces the first occurrence of `from` with `to`.
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// Every "FILE:LINE:COL: message" line of `out` about `file`, as (line, col).
+std::vector<std::pair<int, int>> reported_positions(const std::string& out, const std::string& file) {
+  std::vector<std::pair<int, int>> found;
+  std::regex pattern("^" + std::regex_replace(file, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                     R"(:([0-9]+):([0-9]+): .+)");
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, pattern)) found.emplace_back(std::stoi(m[1]), std::stoi(m[2]));
+  }
+  return found;
+}
+
+bool reported_line(const std::vector<std::pair<int, int>>& positions, int line) {
+  return std::any_of(positions.begin(), positions.end(), [&](const auto& p) { return p.first == line; });
+}
+
+}  // namespace
+
+TEST_CASE("gateway --check accepts the shipped default config", "[cli]") {
+  std::string file = std::string(SOURCE_DIR) + "/config/gateway.yaml";
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 0);
+}
+
+TEST_CASE("gateway --check accepts the configs these tests generate", "[cli]") {
+  temp_dir dir;
+  seed_config cfg{"http://127.0.0.1:9"};
+  cfg.response = "object";
+  cfg.call_timeout["coupon"] = "300ms";
+  cfg.required_calls = {"inventory"};
+  cfg.fields["inventory"] = {"stock"};
+  auto file = dir.write("ok.yaml", cfg.yaml());
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("config:\n" << cfg.yaml() << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 0);
+}
+
+TEST_CASE("gateway --check reports an unknown key with its file, line and column and exits 2", "[cli]") {
+  temp_dir dir;
+  std::string yaml = replace_once(seed_config{"http://127.0.0.1:9"}.yaml(), "    max_connections: 64\n",
+                                  "    max_connections: 64\n    max_conections: 10\n");
+  int line = line_of(yaml, "max_conections");
+  REQUIRE(line > 0);
+  auto file = dir.write("typo.yaml", yaml);
+
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 2);
+  auto positions = reported_positions(result.err, file);
+  REQUIRE_FALSE(positions.empty());
+  CHECK(positions.size() == 1);
+  CHECK(reported_line(positions, line));
+  CHECK(positions.front().second == 5);  // the key starts in column 5
+  CHECK(result.err.find("max_conections") != std::string::npos);
+}
+
+TEST_CASE("gateway --check reports a call naming an unknown downstream at its line", "[cli]") {
+  temp_dir dir;
+  std::string yaml =
+      replace_once(seed_config{"http://127.0.0.1:9"}.yaml(), "downstream: coupon\n", "downstream: voucher\n");
+  int line = line_of(yaml, "downstream: voucher");
+  REQUIRE(line > 0);
+  auto file = dir.write("unknown-downstream.yaml", yaml);
+
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 2);
+  auto positions = reported_positions(result.err, file);
+  REQUIRE_FALSE(positions.empty());
+  CHECK(reported_line(positions, line));
+  CHECK(result.err.find("voucher") != std::string::npos);
+}
+
+TEST_CASE("gateway --check reports every problem, not only the first", "[cli]") {
+  temp_dir dir;
+  std::string yaml = seed_config{"http://127.0.0.1:9"}.yaml();
+  yaml = replace_once(yaml, "    deadline: 800ms\n", "    deadline: soon\n");
+  yaml = replace_once(yaml, "  threads: 2\n", "  threads: 2\n  colour: blue\n");
+  yaml = replace_once(yaml, "downstream: recommendation\n", "downstream: nowhere\n");
+  auto file = dir.write("many.yaml", yaml);
+
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("config:\n" << yaml << "\nstderr: " << result.err);
+  CHECK(result.status.code == 2);
+  auto positions = reported_positions(result.err, file);
+  CHECK(reported_line(positions, line_of(yaml, "deadline: soon")));
+  CHECK(reported_line(positions, line_of(yaml, "colour: blue")));
+  CHECK(reported_line(positions, line_of(yaml, "downstream: nowhere")));
+}
+
+TEST_CASE("gateway --check on a file that is not valid YAML or does not exist exits 2", "[cli]") {
+  temp_dir dir;
+  auto broken = dir.write("broken.yaml", "server:\n  listen: [127.0.0.1:0\n  threads: 2\n");
+  auto result = run_command({GATEWAY_BIN, "--check", broken}, 10s);
+  INFO("stderr: " << result.err);
+  CHECK(result.status.code == 2);
+  CHECK(result.err.find(broken + ":") != std::string::npos);
+
+  auto missing = dir.file("missing.yaml");
+  result = run_command({GATEWAY_BIN, "--check", missing}, 10s);
+  INFO("stderr: " << result.err);
+  CHECK(result.status.code == 2);
+  CHECK(result.err.find(missing) != std::string::npos);
+}
+
+TEST_CASE("the gateway refuses to start with a bad config", "[cli]") {
+  temp_dir dir;
+  auto file = dir.write("bad.yaml", "server:\n  listen: 127.0.0.1:0\n  bogus: 1\n");
+  auto result = run_command({GATEWAY_BIN, "--config", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code != 0);
+  CHECK(result.out.find("listening on") == std::string::npos);
+}
+
+TEST_CASE("gateway --version and --help answer and exit 0", "[cli]") {
+  auto version = run_command({GATEWAY_BIN, "--version"}, 10s);
+  INFO("stdout: " << version.out << "\nstderr: " << version.err);
+  CHECK(version.status.code == 0);
+  CHECK(std::regex_search(version.out, std::regex(R"([0-9]+\.[0-9]+\.[0-9]+)")));
+
+  auto help = run_command({GATEWAY_BIN, "--help"}, 10s);
+  INFO("stdout: " << help.out << "\nstderr: " << help.err);
+  CHECK(help.status.code == 0);
+  CHECK((help.out + help.err).find("--config") != std::string::npos);
+  CHECK((help.out + help.err).find("--check") != std::string::npos);
+}

@@ -1,0 +1,204 @@
+// One bad downstream must not spoil the answer: whatever way a call fails, its entry becomes the fallback,
+// the answer stays 200 and lists it in X-Degraded; only a required call turns the answer into an error.
+
+#include "tests/support/offer_checks.hpp"
+
+using namespace test_support;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Starts a mock where `call` answers in `mode`, asks the gateway once (deadline `deadline`), checks that
+// exactly `call` is degraded, and returns how long the answer took.
+milliseconds expect_only_degraded(const std::string& call, const std::string& mode,
+                                  const std::string& deadline = "800ms") {
+  mock_downstream mock({"--delay", "20ms", "--path", call + "=" + mode});
+  seed_config cfg{mock.url()};
+  cfg.deadline = deadline;
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("D1"));
+  auto took = elapsed_since(start);
+
+  INFO("mode " << mode << " on " << call << ", answered in " << took.count() << " ms");
+  check_offer(res, "D1", {call});
+  CHECK(gw.running());
+  CHECK(mock.path_counter(mock.stats(), call, "requests") == 1);
+  return took;
+}
+
+}  // namespace
+
+TEST_CASE("a downstream answering 500 is degraded, the others are not", "[degraded]") {
+  auto took = expect_only_degraded("coupon", "fail");
+  CHECK(took < 400ms);  // a 500 is a failure at once, no waiting for the deadline
+}
+
+TEST_CASE("a downstream answering non-JSON is degraded", "[degraded]") {
+  auto took = expect_only_degraded("review-summary", "garbage");
+  CHECK(took < 400ms);
+}
+
+TEST_CASE("a downstream answering JSON that is not an object is degraded", "[degraded]") {
+  auto took = expect_only_degraded("logistics-eta", "notobject");
+  CHECK(took < 400ms);
+}
+
+TEST_CASE("a downstream answering a body over 1 MiB is degraded", "[degraded]") {
+  expect_only_degraded("recommendation", "big");
+}
+
+TEST_CASE("a downstream resetting the connection is degraded", "[degraded]") {
+  auto took = expect_only_degraded("channel-price", "reset");
+  CHECK(took < 400ms);
+}
+
+TEST_CASE("a downstream dripping one byte a second is cut at the deadline", "[degraded][deadline]") {
+  auto took = expect_only_degraded("inventory", "drip", "500ms");
+  CHECK(took >= 450ms);
+  CHECK(took <= 600ms);  // deadline + 100 ms
+}
+
+TEST_CASE("a downstream that never sends its headers is cut at the deadline", "[degraded][deadline]") {
+  auto took = expect_only_degraded("review-summary", "slowheaders", "500ms");
+  CHECK(took >= 450ms);
+  CHECK(took <= 600ms);
+}
+
+TEST_CASE("a refused connection falls back at once", "[degraded]") {
+  mock_downstream mock({"--delay", "20ms"});
+  refused_port closed;
+  seed_config cfg{mock.url()};
+  cfg.connect_timeout = "500ms";  // a fallback waiting for this timer would take 500 ms
+  cfg.url_override["coupon"] = "http://127.0.0.1:" + std::to_string(closed.port());
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("R1"));
+  auto took = elapsed_since(start);
+
+  check_offer(res, "R1", {"coupon"});
+  CHECK(took < 200ms);  // deadline is 800 ms
+  check_clean_exit(gw);
+}
+
+TEST_CASE("a hung downstream: answered by the deadline, degraded, and its call cancelled",
+          "[degraded][deadline]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "logistics-eta=hang"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "500ms";
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("H1"));
+  auto took = elapsed_since(start);
+
+  INFO("answered in " << took.count() << " ms");
+  check_offer(res, "H1", {"logistics-eta"});
+  CHECK(took >= 450ms);  // the hung call had until the deadline
+  CHECK(took <= 600ms);  // deadline + 100 ms
+
+  // The gateway closed the hung call's socket, so the mock sees it cancelled.
+  auto stats =
+      mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "logistics-eta", "cancelled") >= 1; });
+  INFO(stats.dump());
+  CHECK(mock.path_counter(stats, "logistics-eta", "cancelled") == 1);
+  CHECK(sum_over_calls(mock, stats, "cancelled") == 1);
+  check_clean_exit(gw);
+}
+
+TEST_CASE("several failing downstreams are all listed in X-Degraded in call order", "[degraded]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "recommendation=fail", "--path", "inventory=garbage",
+                        "--path", "coupon=hang"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "300ms";
+  gateway_process gw(cfg.yaml());
+
+  auto res = http_get(gw.port(), offer_target("M1"));
+  check_offer(res, "M1", {"inventory", "coupon", "recommendation"});
+}
+
+TEST_CASE("all downstreams failing still gives 200 with six fallbacks", "[degraded]") {
+  std::vector<std::string> args = {"--delay", "5ms"};
+  for (const auto& call : seed_calls) args.insert(args.end(), {"--path", call + "=fail"});
+  mock_downstream mock(args);
+  gateway_process gw(seed_config{mock.url()}.yaml());
+
+  check_offer(http_get(gw.port(), offer_target("ALL")), "ALL", seed_calls);
+}
+
+TEST_CASE("a per-call timeout shorter than the deadline cuts that call early", "[degraded][deadline]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "coupon=ok:600ms"});
+  seed_config cfg{mock.url()};
+  cfg.call_timeout["coupon"] = "150ms";
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("T1"));
+  auto took = elapsed_since(start);
+
+  check_offer(res, "T1", {"coupon"});
+  CHECK(took >= 140ms);
+  CHECK(took <= 300ms);  // the 800 ms deadline did not matter
+}
+
+TEST_CASE("modes switched at runtime: a downstream recovers and fails again", "[degraded]") {
+  mock_downstream mock({"--delay", "10ms"});
+  gateway_process gw(seed_config{mock.url()}.yaml());
+  http_connection conn(gw.port());
+
+  check_offer(conn.get(offer_target("S1")), "S1");
+  mock.set_mode("coupon", "fail");
+  check_offer(conn.get(offer_target("S2")), "S2", {"coupon"});
+  mock.set_mode("coupon", "ok", "10ms");
+  check_offer(conn.get(offer_target("S3")), "S3");
+  mock.set_mode("inventory", "reset");
+  check_offer(conn.get(offer_target("S4")), "S4", {"inventory"});
+  mock.set_mode("inventory", "ok", "10ms");
+  // A reset connection must not poison the pool: the next call opens a fresh one.
+  check_offer(conn.get(offer_target("S5")), "S5");
+}
+
+TEST_CASE("a required call answering 500 makes the answer 502", "[degraded][required]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "inventory=fail"});
+  seed_config cfg{mock.url()};
+  cfg.required_calls = {"inventory"};
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("Q1"));
+  check_error(res, 502);
+  CHECK(elapsed_since(start) < 400ms);
+  check_clean_exit(gw);
+}
+
+TEST_CASE("a required call that hangs makes the answer 504 by the deadline",
+          "[degraded][required][deadline]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "inventory=hang"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "500ms";
+  cfg.required_calls = {"inventory"};
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("Q2"));
+  auto took = elapsed_since(start);
+
+  check_error(res, 504);
+  CHECK(took >= 450ms);
+  CHECK(took <= 600ms);
+  auto stats =
+      mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "inventory", "cancelled") >= 1; });
+  CHECK(mock.path_counter(stats, "inventory", "cancelled") == 1);
+  check_clean_exit(gw);
+}
+
+TEST_CASE("an optional call failing does not matter when the required ones succeed", "[degraded][required]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "recommendation=fail"});
+  seed_config cfg{mock.url()};
+  cfg.required_calls = {"inventory", "channel-price"};
+  gateway_process gw(cfg.yaml());
+
+  check_offer(http_get(gw.port(), offer_target("Q3")), "Q3", {"recommendation"});
+}

@@ -1,0 +1,122 @@
+#include "tests/support/processes.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <thread>
+
+namespace test_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::regex listening_line(R"(listening on ([0-9.]+):([0-9]+))");
+constexpr milliseconds startup_timeout = 10s;
+
+std::uint16_t wait_listening(child_process& child, const std::string& what) {
+  auto groups = child.wait_for_line(listening_line, startup_timeout);
+  if (!groups) {
+    throw std::runtime_error(what + " did not report 'listening on HOST:PORT' within " +
+                             std::to_string(startup_timeout.count()) + " ms (" + child.command_line() +
+                             ")\nstdout:\n" + child.stdout_text() + "\nstderr:\n" + child.stderr_text());
+  }
+  int port = std::stoi((*groups)[2]);
+  if (port <= 0 || port > 65535) throw std::runtime_error(what + " reported a bad port " + (*groups)[2]);
+  return static_cast<std::uint16_t>(port);
+}
+
+std::string quote(const std::string& s) {
+  return "'" + s + "'";
+}
+
+}  // namespace
+
+const std::vector<std::string> seed_calls = {"inventory",      "channel-price", "coupon",
+                                             "review-summary", "logistics-eta", "recommendation"};
+
+mock_downstream::mock_downstream(const std::vector<std::string>& args, const std::string& listen) {
+  std::vector<std::string> argv = {MOCK_BIN, "--listen", listen};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process_ = std::make_unique<child_process>(argv, dir_.file("mock.stderr"));
+  port_ = wait_listening(*process_, "mock-downstream");
+}
+
+void mock_downstream::set_mode(const std::string& path, const std::string& mode, const std::string& delay) {
+  std::string target = "/__mode?path=" + path + "&mode=" + mode;
+  if (!delay.empty()) target += "&delay=" + delay;
+  auto res = http_get(port_, target);
+  if (res.status != 200)
+    throw std::runtime_error("mock " + target + " answered " + std::to_string(res.status));
+}
+
+nlohmann::json mock_downstream::stats() {
+  auto res = http_get(port_, "/__stats");
+  if (res.status != 200) throw std::runtime_error("mock /__stats answered " + std::to_string(res.status));
+  return res.json();
+}
+
+long long mock_downstream::path_counter(const nlohmann::json& stats, const std::string& path,
+                                        const std::string& counter) {
+  if (!stats.contains("paths") || !stats["paths"].contains(path)) return 0;
+  const auto& value = stats["paths"][path];
+  return value.contains(counter) ? value[counter].get<long long>() : 0;
+}
+
+nlohmann::json mock_downstream::wait_stats(const std::function<bool(const nlohmann::json&)>& done,
+                                           milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto pause = 2ms;; pause = std::min(pause * 2, milliseconds(25))) {
+    auto s = stats();
+    if (done(s) || std::chrono::steady_clock::now() >= deadline) return s;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+gateway_process::gateway_process(const std::string& config_yaml) {
+  config_path_ = dir_.write("gateway.yaml", config_yaml);
+  process_ = std::make_unique<child_process>(std::vector<std::string>{GATEWAY_BIN, "--config", config_path_},
+                                             dir_.file("gateway.stderr"));
+  port_ = wait_listening(*process_, "gateway");
+}
+
+std::string seed_config::yaml() const {
+  std::string y;
+  y += "server:\n";
+  y += "  listen: 127.0.0.1:0\n";
+  y += "  threads: " + std::to_string(threads) + "\n";
+  if (!limits.empty()) y += "limits:\n" + limits;
+  y += "downstreams:\n";
+  for (const auto& name : seed_calls) {
+    auto over = url_override.find(name);
+    y += "  " + name + ":\n";
+    y += "    url: " + (over != url_override.end() ? over->second : mock_url) + "\n";
+    y += "    connect_timeout: " + connect_timeout + "\n";
+    y += "    max_connections: " + std::to_string(max_connections) + "\n";
+  }
+  y += "routes:\n";
+  y += "  - path: /api/offer/aggregate\n";
+  y += "    method: GET\n";
+  y += "    deadline: " + deadline + "\n";
+  y += "    params:\n";
+  y += "      sku: {required: true, pattern: " + quote("^[A-Za-z0-9_-]{1,64}$") + "}\n";
+  y += "    response: " + response + "\n";
+  y += "    calls:\n";
+  for (const auto& name : seed_calls) {
+    y += "      - name: " + name + "\n";
+    y += "        downstream: " + name + "\n";
+    y += "        path: /" + name + "?sku={sku}\n";
+    if (auto t = call_timeout.find(name); t != call_timeout.end())
+      y += "        timeout: " + t->second + "\n";
+    bool required = std::find(required_calls.begin(), required_calls.end(), name) != required_calls.end();
+    y += std::string("        required: ") + (required ? "true" : "false") + "\n";
+    if (auto f = fields.find(name); f != fields.end()) {
+      y += "        fields: [";
+      for (std::size_t i = 0; i < f->second.size(); ++i) y += (i ? ", " : "") + f->second[i];
+      y += "]\n";
+    }
+    y += "        fallback: {priceCent: " + std::to_string(fallback_price) +
+         ", stock: " + std::to_string(fallback_stock) + "}\n";
+  }
+  return y;
+}
+
+}  // namespace test_support
