@@ -28,33 +28,6 @@ route_lookup router::find(std::string_view method, std::string_view target) cons
   return result;
 }
 
-bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
-  out.clear();
-  out.reserve(in.size());
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= in.size()) return false;
-      const int hi = hex(in[i + 1]);
-      const int lo = hex(in[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return true;
-}
-
 std::string extract_params(const route_settings& route, std::string_view query,
                            std::vector<std::string>& values) {
   values.assign(route.params.size(), std::string());

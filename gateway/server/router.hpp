@@ -2,6 +2,7 @@
 // Finds the route for a request and extracts and validates its query parameters. Pure functions.
 
 #include "gateway/config/config.hpp"
+#include "gateway/core/http_text.hpp"
 
 #include <string>
 #include <string_view>
@@ -25,10 +26,9 @@ class router {
   const std::vector<route_settings>& routes_;
 };
 
-// Splits "path?query" and percent-decodes one component; returns false on a malformed escape.
+// Splits "path?query".
 std::string_view target_path(std::string_view target);
 std::string_view target_query(std::string_view target);
-bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
 
 // Fills `values` (aligned with route.params) from the query. Returns an error message for the client
 // (missing required parameter, pattern mismatch, malformed encoding), or "" when all is well.

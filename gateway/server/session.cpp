@@ -1,5 +1,6 @@
 #include "gateway/server/session.hpp"
 
+#include "gateway/core/http_text.hpp"
 #include "gateway/core/peer_watch.hpp"
 
 #include <boost/asio/write.hpp>
@@ -28,33 +29,6 @@ void session_registry::close_all() {
 }
 
 namespace {
-
-std::string_view reason_phrase(unsigned status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 413:
-      return "Payload Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Unknown";
-  }
-}
 
 std::string response_head(const outbound_response& r, bool keep_alive) {
   std::string head;

@@ -1,5 +1,7 @@
 #include "loadtest/mock/replies.hpp"
 
+#include "gateway/core/http_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -7,23 +9,6 @@
 
 namespace mock {
 namespace {
-
-std::string_view reason_phrase(unsigned status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 500:
-      return "Internal Server Error";
-    default:
-      return "Unknown";
-  }
-}
 
 void append_number(std::string& out, std::uint64_t value) {
   char digits[24];
@@ -40,31 +25,6 @@ std::uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex_value(in[i + 1]);
-    const int lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
-}
-
 }  // namespace
 
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
@@ -72,7 +32,7 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
   out += "HTTP/1.1 ";
   append_number(out, status);
   out += ' ';
-  out += reason_phrase(status);
+  out += gateway::reason_phrase(status);
   out += "\r\nContent-Type: ";
   out += content_type;
   out += "\r\nContent-Length: ";
@@ -135,7 +95,7 @@ query_value find_query_param(std::string_view query, std::string_view key) {
     if (pair.substr(0, eq) != key) continue;
     result.present = true;
     const std::string_view raw = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-    result.malformed = !percent_decode(raw, result.value);
+    result.malformed = !gateway::percent_decode(raw, result.value, false);
     return result;
   }
   return result;
