@@ -89,7 +89,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer(ctx.limits->max_header_bytes + ctx.limits->max_body_bytes + 4096);
   request_control control;
-  auto registered = ctx.registry->add({&stream.socket(), &control});
+  session_registry::membership listed(*ctx.registry, {&stream.socket(), &control});
 
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -132,7 +132,6 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
                      yield[ec]);
     if (ec || !keep_alive) break;
   }
-  ctx.registry->remove(registered);
   stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
   stream.close();
 }

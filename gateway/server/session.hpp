@@ -21,8 +21,19 @@ class session_registry {
     boost::asio::ip::tcp::socket* socket = nullptr;
     request_control* control = nullptr;
   };
-  std::list<entry>::iterator add(entry e) { return entries_.insert(entries_.end(), e); }
-  void remove(std::list<entry>::iterator it) { entries_.erase(it); }
+  // Keeps a connection listed for as long as it lives (also when its coroutine unwinds).
+  class membership {
+   public:
+    membership(session_registry& r, entry e) : registry_(r), it_(r.entries_.insert(r.entries_.end(), e)) {}
+    membership(const membership&) = delete;
+    membership& operator=(const membership&) = delete;
+    ~membership() { registry_.entries_.erase(it_); }
+
+   private:
+    session_registry& registry_;
+    std::list<entry>::iterator it_;
+  };
+
   void close_all();
   std::size_t size() const { return entries_.size(); }
 
