@@ -86,6 +86,10 @@ connection_pool::handle connection_pool::connect(clock::time_point deadline, can
 }
 
 void connection_pool::release(handle conn) {
+  if (!conn->stream.socket().is_open()) {  // closed by a cancellation that raced the exchange's end
+    discard(std::move(conn));
+    return;
+  }
   conn->reused = true;
   conn->last_used = clock::now();
   conn->stream.expires_never();
