@@ -54,6 +54,27 @@ std::string parse_downstream_url(downstream_settings& d) {
   return {};
 }
 
+// Names end up in response headers (X-Degraded), logs and metric labels: keep them to a safe alphabet.
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
+
+// A route path is matched literally: no query, fragment, spaces or control characters.
+bool valid_route_path(const std::string& path) {
+  if (path.empty() || path.front() != '/') return false;
+  for (const char c : path) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '?' || c == '#') return false;
+  }
+  return true;
+}
+
 // Serialises the members of a JSON object without its braces: {"a":1,"b":2} -> "a":1,"b":2
 std::string object_members(const nlohmann::json& object) {
   std::string text = object.dump();
@@ -119,6 +140,7 @@ class loader {
       downstream_settings d;
       d.name = name;
       yaml_reader r(value, errors_, "downstream '" + name + "'");
+      if (!valid_name(name)) r.error_here(std::string("downstream name ") + name_rule);
       if (r.string("url", d.url, true)) {
         if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
       }
@@ -147,8 +169,9 @@ class loader {
   bool read_route(const YAML::Node& node, const gateway_config& cfg, route_settings& route) {
     yaml_reader r(node, errors_, "route");
     if (!r.valid()) return false;
-    if (r.string("path", route.path, true) && (route.path.empty() || route.path.front() != '/')) {
-      r.error_at("path", "route path must start with '/'");
+    if (r.string("path", route.path, true) && !valid_route_path(route.path)) {
+      r.error_at("path",
+                 "route path must start with '/' and hold no query, fragment, space or control character");
     }
     if (r.string("method", route.method)) {
       static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
@@ -197,8 +220,12 @@ class loader {
       call_settings call;
       yaml_reader r(item, errors_, "call");
       if (!r.valid()) continue;
-      if (r.string("name", call.name, true) && !names.insert(call.name).second) {
-        r.error_at("name", "duplicate call name '" + call.name + "'");
+      if (r.string("name", call.name, true)) {
+        if (!valid_name(call.name)) {
+          r.error_at("name", std::string("call name ") + name_rule);
+        } else if (!names.insert(call.name).second) {
+          r.error_at("name", "duplicate call name '" + call.name + "'");
+        }
       }
       if (r.string("downstream", call.downstream, true) && !cfg.find_downstream(call.downstream)) {
         r.error_at("downstream", "unknown downstream '" + call.downstream + "'");

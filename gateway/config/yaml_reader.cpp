@@ -87,6 +87,10 @@ void yaml_reader::error_at(const std::string& key, const std::string& message) {
   report(errors_, node_, what_ + "." + key + ": " + message);
 }
 
+void yaml_reader::error_here(const std::string& message) {
+  report(errors_, node_, what_ + ": " + message);
+}
+
 bool yaml_reader::scalar(const std::string& key, const YAML::Node*& value) {
   value = find(key);
   if (!value) return false;

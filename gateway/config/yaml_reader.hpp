@@ -38,6 +38,7 @@ class yaml_reader {
   void each_entry(const std::function<void(const std::string&, const YAML::Node&)>& fn);
 
   void error_at(const std::string& key, const std::string& message);
+  void error_here(const std::string& message);  // at the mapping itself
   static void report(std::vector<config_error>& errors, const YAML::Node& node, const std::string& message);
 
   // Reports unknown keys (every key not asked for) and duplicates.

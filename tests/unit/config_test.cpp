@@ -124,6 +124,15 @@ TEST_CASE("each kind of error is reported at its line and column") {
     const auto e = only_error("fallback: {priceCent: -1, label: \"x\", ok: false}", "fallback: [1]");
     CHECK(e.line == 22);
   }
+  SECTION("a call name unfit for a header") {
+    const auto e = only_error("      - name: inventory", "      - name: \"inv\\r\\nX-Evil: 1\"");
+    CHECK(e.line == 16);
+    CHECK_THAT(e.message, Catch::Contains("call name must be"));
+  }
+  SECTION("a route path with a query") {
+    const auto e = only_error("  - path: /api/offer/aggregate", "  - path: /api/offer/aggregate?x=1");
+    CHECK(e.line == 10);
+  }
   SECTION("YAML syntax error") {
     const auto e = only_error("  threads: 2", "  threads: [2");
     CHECK(e.line >= 3);
