@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <optional>
-#include <string>
 #include <string_view>
 
 namespace gateway {
@@ -15,9 +14,6 @@ using std::chrono::milliseconds;
 // Parses "<digits><unit>" with unit us|ms|s|m; returns nullopt for anything else (no sign, no spaces,
 // no fractions, no overflow).
 std::optional<microseconds> parse_duration(std::string_view text);
-
-// Renders the shortest exact form, e.g. 1500000us -> "1500ms", 2000000us -> "2s".
-std::string format_duration(microseconds d);
 
 // Milliseconds left until `deadline`, never negative.
 inline long long millis_left(clock::time_point deadline, clock::time_point now = clock::now()) {

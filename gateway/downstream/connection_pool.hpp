@@ -49,9 +49,6 @@ class connection_pool {
   void discard(handle conn);
   void close_idle();
 
-  std::size_t open() const { return open_; }
-  std::size_t idle() const { return idle_.size(); }
-
  private:
   struct waiter {
     boost::asio::steady_timer* timer;

@@ -123,6 +123,8 @@ void server::run() {
   net::spawn(
       impl_->workers.front()->ioc, [this](net::yield_context yield) { impl_->accept_loop(yield); },
       [](std::exception_ptr e) {
+        // The accept loop ends only on stop(); an exception here is a bug, and a gateway that no longer
+        // accepts must die loudly (so that it is restarted) rather than linger.
         if (e) std::rethrow_exception(e);
       });
   std::vector<std::thread> threads;

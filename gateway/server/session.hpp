@@ -35,7 +35,6 @@ class session_registry {
   };
 
   void close_all();
-  std::size_t size() const { return entries_.size(); }
 
  private:
   std::list<entry> entries_;

@@ -44,6 +44,20 @@ bool reported_line(const std::vector<std::pair<int, int>>& positions, int line) 
   return std::any_of(positions.begin(), positions.end(), [&](const auto& p) { return p.first == line; });
 }
 
+// Runs `gateway --check file`, expects the exit code 2 of a rejected config, and returns what stderr
+// reported for the file as (line, column) pairs, with stderr itself.
+struct rejection {
+  std::string err;
+  std::vector<std::pair<int, int>> positions;
+};
+rejection check_rejected(const std::string& file) {
+  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 2);
+  return {result.err, reported_positions(result.err, file)};
+}
+
 }  // namespace
 
 TEST_CASE("gateway --check accepts the shipped default config", "[cli]") {
@@ -76,16 +90,13 @@ TEST_CASE("gateway --check reports an unknown key with its file, line and column
   REQUIRE(line > 0);
   auto file = dir.write("typo.yaml", yaml);
 
-  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
-  INFO("stdout: " << result.out << "\nstderr: " << result.err);
-  CHECK(result.status.exited);
-  CHECK(result.status.code == 2);
-  auto positions = reported_positions(result.err, file);
+  auto [err, positions] = check_rejected(file);
+  INFO("stderr: " << err);
   REQUIRE_FALSE(positions.empty());
   CHECK(positions.size() == 1);
   CHECK(reported_line(positions, line));
   CHECK(positions.front().second == 5);  // the key starts in column 5
-  CHECK(result.err.find("max_conections") != std::string::npos);
+  CHECK(err.find("max_conections") != std::string::npos);
 }
 
 TEST_CASE("gateway --check reports a call naming an unknown downstream at its line", "[cli]") {
@@ -96,14 +107,11 @@ TEST_CASE("gateway --check reports a call naming an unknown downstream at its li
   REQUIRE(line > 0);
   auto file = dir.write("unknown-downstream.yaml", yaml);
 
-  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
-  INFO("stdout: " << result.out << "\nstderr: " << result.err);
-  CHECK(result.status.exited);
-  CHECK(result.status.code == 2);
-  auto positions = reported_positions(result.err, file);
+  auto [err, positions] = check_rejected(file);
+  INFO("stderr: " << err);
   REQUIRE_FALSE(positions.empty());
   CHECK(reported_line(positions, line));
-  CHECK(result.err.find("voucher") != std::string::npos);
+  CHECK(err.find("voucher") != std::string::npos);
 }
 
 TEST_CASE("gateway --check reports every problem, not only the first", "[cli]") {
@@ -114,10 +122,9 @@ TEST_CASE("gateway --check reports every problem, not only the first", "[cli]") 
   yaml = replace_once(yaml, "downstream: recommendation\n", "downstream: nowhere\n");
   auto file = dir.write("many.yaml", yaml);
 
-  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
-  INFO("config:\n" << yaml << "\nstderr: " << result.err);
-  CHECK(result.status.code == 2);
-  auto positions = reported_positions(result.err, file);
+  INFO("config:\n" << yaml);
+  auto [err, positions] = check_rejected(file);
+  INFO("stderr: " << err);
   CHECK(reported_line(positions, line_of(yaml, "deadline: soon")));
   CHECK(reported_line(positions, line_of(yaml, "colour: blue")));
   CHECK(reported_line(positions, line_of(yaml, "downstream: nowhere")));
