@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Quick start: installs what is missing, builds the release binaries, starts the bundled mock downstreams
-# and the gateway on config/gateway.yaml, and prints a curl line to try. Ctrl-C stops both.
+# Quick start: installs what is missing, builds the release binaries, creates the inventory database
+# (data/offers.db) if missing, starts the bundled mock downstreams and the gateway on
+# config/gateway.yaml, and prints a curl line to try. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
+scripts/seed-db.sh data/offers.db
 
 bin=build/release/bin
 config="${GATEWAY_CONFIG:-config/gateway.yaml}"

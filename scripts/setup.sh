@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build and the tests need (only those missing). Idempotent.
+# Installs the Debian 12 packages the build, the quick start and the tests need (only those missing):
+# the tests start their own throwaway PostgreSQL clusters; the quick start seeds a SQLite file. Idempotent.
 set -euo pipefail
 
 packages=(
@@ -7,6 +8,7 @@ packages=(
   libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2
   libssl-dev libpq-dev libsqlite3-dev
+  postgresql sqlite3
   curl
 )
 

@@ -25,7 +25,7 @@ void fanout::run_call(std::size_t index, const fanout_request& request, net::yie
     return;
   }
   std::string target;
-  target.reserve(64);
+  if (!call.path.pieces().empty()) target.reserve(64);
   call.path.expand(target, [&](const std::string& name) -> std::string_view {
     const auto& params = request.route->params;
     for (std::size_t p = 0; p < params.size(); ++p) {
@@ -36,6 +36,7 @@ void fanout::run_call(std::size_t index, const fanout_request& request, net::yie
   call_request req;
   req.target = target;
   req.params = request.params;
+  req.param_specs = &request.route->params;
   req.deadline = deadlines_[index];
   req.request_id = request.request_id;
   req.traceparent = request.traceparent;

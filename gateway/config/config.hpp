@@ -42,15 +42,36 @@ struct log_settings {
   std::string level = "info";
 };
 
+enum class downstream_kind { http, sql };
+enum class sql_driver { sqlite, postgres };
+
+// A SQL downstream: one parameterised query run through a connection pool behind a semaphore.
+struct sql_settings {
+  sql_driver driver = sql_driver::sqlite;
+  std::string database;      // sqlite: file path
+  std::string dsn;           // postgres: libpq connection string, ${ENV} already substituted
+  bool dsn_has_env = false;  // the dsn took a value from the environment (a secret: never shown)
+  std::size_t pool_size = 32;
+  std::size_t permits = 0;  // 0 = pool_size; never more than pool_size
+  std::size_t max_waiting = 1000;
+  std::string query;                // as written, with :name placeholders
+  std::string statement;            // the query with positional placeholders ($1 postgres, ?1 sqlite)
+  std::vector<std::string> params;  // placeholder names, in positional order
+
+  std::size_t effective_permits() const { return permits == 0 ? pool_size : permits; }
+};
+
 struct downstream_settings {
   std::string name;
-  std::string url;  // as written
+  downstream_kind kind = downstream_kind::http;
+  sql_settings sql;  // when kind == sql
+  std::string url;   // as written
   std::string host;
   std::uint16_t port = 80;
   std::string base_path;  // prefix of every target, without trailing '/'
   microseconds connect_timeout = milliseconds(100);
   std::size_t max_connections = 1024;
-  std::size_t max_response_bytes = 1024 * 1024;
+  std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
 };
 
@@ -66,7 +87,7 @@ enum class response_shape { array, object };
 struct call_settings {
   std::string name;
   std::string downstream;
-  path_template path;
+  path_template path;  // http calls only
   std::optional<microseconds> timeout;
   bool required = false;
   std::vector<std::string> fields;  // empty = keep every field

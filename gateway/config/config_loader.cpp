@@ -1,9 +1,12 @@
 #include "gateway/config/config_loader.hpp"
 
 #include "gateway/config/yaml_reader.hpp"
+#include "gateway/sql/sql_statement.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -81,6 +84,46 @@ std::string object_members(const nlohmann::json& object) {
   return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
 }
 
+bool declared(const route_settings& route, const std::string& name) {
+  return std::any_of(route.params.begin(), route.params.end(),
+                     [&](const param_settings& p) { return p.name == name; });
+}
+
+// Replaces every ${NAME} in `text` with the environment variable's value. A missing variable or a bad
+// reference is an error; `used` tells whether any value came from the environment.
+bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem) {
+  out.clear();
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto start = text.find("${", i);
+    if (start == std::string::npos) break;
+    const auto end = text.find('}', start + 2);
+    if (end == std::string::npos) {
+      problem = "unterminated ${ in value";
+      return false;
+    }
+    const std::string name = text.substr(start + 2, end - start - 2);
+    const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!valid) {
+      problem = "bad environment reference ${" + name + "}";
+      return false;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      problem = "environment variable " + name + " is not set";
+      return false;
+    }
+    out.append(text, i, start - i);
+    out += value;
+    used = true;
+    i = end + 1;
+  }
+  out.append(text, i, std::string::npos);
+  return true;
+}
+
 class loader {
  public:
   explicit loader(std::vector<config_error>& errors) : errors_(errors) {}
@@ -141,16 +184,63 @@ class loader {
       d.name = name;
       yaml_reader r(value, errors_, "downstream '" + name + "'");
       if (!valid_name(name)) r.error_here(std::string("downstream name ") + name_rule);
-      if (r.string("url", d.url, true)) {
-        if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
+      std::string kind = "http";
+      if (r.string("kind", kind) && kind != "http" && kind != "sql") {
+        r.error_at("kind", "kind must be 'http' or 'sql'");
       }
-      r.duration("connect_timeout", d.connect_timeout);
-      r.size("max_connections", d.max_connections, 1, 1'000'000);
+      if (kind == "sql") {
+        d.kind = downstream_kind::sql;
+        read_sql_downstream(r, d);
+      } else {
+        if (r.string("url", d.url, true)) {
+          if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
+        }
+        r.duration("connect_timeout", d.connect_timeout);
+        r.size("max_connections", d.max_connections, 1, 1'000'000);
+        r.duration("idle_timeout", d.idle_timeout);
+      }
       r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
-      r.duration("idle_timeout", d.idle_timeout);
       r.finish();
       cfg.downstreams.push_back(std::move(d));
     });
+  }
+
+  void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
+    auto& sql = d.sql;
+    d.connect_timeout = std::chrono::seconds(2);
+    r.duration("connect_timeout", d.connect_timeout);
+    std::string driver;
+    if (r.string("driver", driver, true)) {
+      if (driver == "sqlite") {
+        sql.driver = sql_driver::sqlite;
+        if (r.string("database", sql.database, true) && sql.database.empty())
+          r.error_at("database", "database must name a file");
+      } else if (driver == "postgres") {
+        sql.driver = sql_driver::postgres;
+        std::string dsn;
+        if (r.string("dsn", dsn, true)) {
+          std::string problem;
+          if (!substitute_env(dsn, sql.dsn, sql.dsn_has_env, problem)) r.error_at("dsn", problem);
+        }
+      } else {
+        r.error_at("driver", "driver must be 'sqlite' or 'postgres'");
+      }
+    }
+    r.size("pool_size", sql.pool_size, 1, 1024);
+    if (r.size("permits", sql.permits, 1, 1024) && sql.permits > sql.pool_size)
+      r.error_at("permits", "permits cannot exceed pool_size (a permit holder must find a connection)");
+    r.size("max_waiting", sql.max_waiting, 0, 1'000'000);
+    if (r.string("query", sql.query, true)) {
+      const auto style =
+          sql.driver == sql_driver::postgres ? placeholder_style::dollar : placeholder_style::question;
+      std::string problem;
+      if (auto statement = parse_sql_statement(sql.query, style, problem)) {
+        sql.statement = std::move(statement->text);
+        sql.params = std::move(statement->names);
+      } else {
+        r.error_at("query", problem);
+      }
+    }
   }
 
   void read_routes(const YAML::Node& node, gateway_config& cfg) {
@@ -230,15 +320,23 @@ class loader {
       if (r.string("downstream", call.downstream, true) && !cfg.find_downstream(call.downstream)) {
         r.error_at("downstream", "unknown downstream '" + call.downstream + "'");
       }
+      const auto* target = cfg.find_downstream(call.downstream);
+      const bool sql = target && target->kind == downstream_kind::sql;
       std::string path;
-      if (r.string("path", path, true)) {
+      if (sql) {
+        if (r.string("path", path)) r.error_at("path", "a call to a sql downstream has no path");
+        for (const auto& name : target->sql.params) {
+          if (!declared(route, name))
+            r.error_at("downstream",
+                       "query of '" + call.downstream + "' names undeclared parameter '" + name + "'");
+        }
+      } else if (r.string("path", path, true)) {
         std::string problem;
         if (auto t = path_template::parse(path, problem)) {
           call.path = std::move(*t);
           for (const auto& name : call.path.param_names()) {
-            const bool declared = std::any_of(route.params.begin(), route.params.end(),
-                                              [&](const param_settings& p) { return p.name == name; });
-            if (!declared) r.error_at("path", "template names undeclared parameter '" + name + "'");
+            if (!declared(route, name))
+              r.error_at("path", "template names undeclared parameter '" + name + "'");
           }
         } else {
           r.error_at("path", problem);

@@ -1,10 +1,11 @@
 #pragma once
-// The interface every kind of downstream implements (HTTP first; SQL later).
+// The interface every kind of downstream implements (HTTP, SQL).
 // call() runs inside the request's stackful coroutine, on that coroutine's I/O thread; it never throws
 // for I/O. The caller fires `cancel` at the call's deadline (or when the request is abandoned) and the
 // call must then return promptly, releasing nothing half-used to a pool. `deadline` is for
 // propagation (e.g. X-Request-Timeout-Ms) and for the call's own waits.
 
+#include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"
 
@@ -18,9 +19,10 @@
 namespace gateway {
 
 struct call_request {
-  std::string_view target;                 // expanded path + query (HTTP)
-  const std::vector<std::string>* params;  // route parameter values, aligned with route_settings::params
-  clock::time_point deadline;              // effective deadline of this call
+  std::string_view target;                           // expanded path + query (HTTP)
+  const std::vector<std::string>* params = nullptr;  // route parameter values, aligned with param_specs
+  const std::vector<param_settings>* param_specs = nullptr;  // the route's parameters
+  clock::time_point deadline;                                // effective deadline of this call
   std::string_view request_id;
   std::string_view traceparent;  // empty when absent
   std::size_t worker = 0;        // index of the I/O thread the coroutine runs on
@@ -33,6 +35,8 @@ class downstream {
   virtual call_result call(const call_request& request, boost::asio::yield_context yield) = 0;
   // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
   virtual void close_idle(std::size_t worker) = 0;
+  // False while the downstream cannot serve at all (e.g. a database pool with no open connection).
+  virtual bool ready() const { return true; }
 };
 
 }  // namespace gateway

@@ -1,9 +1,12 @@
 #include "gateway/server/server.hpp"
 
+#include "gateway/core/io_thread.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session.hpp"
+#include "gateway/sql/postgres_downstream.hpp"
+#include "gateway/sql/sqlite_downstream.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
@@ -84,8 +87,16 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     impl_->workers.push_back(std::make_unique<worker>());
     iocs.push_back(&impl_->workers.back()->ioc);
   }
-  for (const auto& d : cfg.downstreams)
-    impl_->downstreams[d.name] = std::make_unique<http_downstream>(d, iocs);
+  for (const auto& d : cfg.downstreams) {
+    auto& slot = impl_->downstreams[d.name];
+    if (d.kind == downstream_kind::http) {
+      slot = std::make_unique<http_downstream>(d, iocs);
+    } else if (d.sql.driver == sql_driver::sqlite) {
+      slot = std::make_unique<sqlite_downstream>(d);
+    } else {
+      slot = std::make_unique<postgres_downstream>(d);
+    }
+  }
 
   std::vector<std::vector<downstream*>> targets;
   for (const auto& route : cfg.routes) {
@@ -129,8 +140,12 @@ void server::run() {
       });
   std::vector<std::thread> threads;
   for (std::size_t i = 1; i < impl_->workers.size(); ++i) {
-    threads.emplace_back([this, i] { impl_->workers[i]->ioc.run(); });
+    threads.emplace_back([this, i] {
+      mark_io_thread();
+      impl_->workers[i]->ioc.run();
+    });
   }
+  mark_io_thread();
   impl_->workers.front()->ioc.run();
   for (auto& t : threads) t.join();
 }
