@@ -161,3 +161,110 @@ TEST_CASE("every problem is reported, not only the first") {
   CHECK(r.errors.size() >= 4);
   CHECK(format_config_error("t.yaml", r.errors[0]).rfind("t.yaml:1:", 0) == 0);
 }
+
+namespace {
+
+std::string sql_config(const std::string& downstream_body, const std::string& call_extra = "") {
+  return R"(downstreams:
+  db:
+    kind: sql
+)" + downstream_body +
+         R"(routes:
+  - path: /api/sql
+    params:
+      sku: {required: true}
+    calls:
+      - name: inventory
+        downstream: db
+)" + call_extra;
+}
+
+std::vector<config_error> sql_errors(const std::string& text) {
+  return load_config_text(text, "t.yaml").errors;
+}
+
+}  // namespace
+
+TEST_CASE("a sql downstream reads its driver, pool, semaphore and query") {
+  const auto r = load_config_text(sql_config(R"(    driver: postgres
+    dsn: "host=db dbname=offers user=gw"
+    pool_size: 32
+    permits: 24
+    max_waiting: 500
+    query: SELECT price_cent AS "priceCent" FROM offers WHERE sku = :sku AND (:sku IS NOT NULL)
+)"),
+                                  "t.yaml");
+  for (const auto& e : r.errors) INFO(format_config_error("t.yaml", e));
+  REQUIRE(r.config.has_value());
+  const auto& d = r.config->downstreams.at(0);
+  CHECK(d.kind == downstream_kind::sql);
+  CHECK(d.sql.driver == sql_driver::postgres);
+  CHECK(d.sql.dsn == "host=db dbname=offers user=gw");
+  CHECK_FALSE(d.sql.dsn_has_env);
+  CHECK(d.sql.pool_size == 32);
+  CHECK(d.sql.effective_permits() == 24);
+  CHECK(d.sql.max_waiting == 500);
+  CHECK(d.sql.statement ==
+        R"(SELECT price_cent AS "priceCent" FROM offers WHERE sku = $1 AND ($1 IS NOT NULL))");
+  CHECK(d.sql.params == std::vector<std::string>{"sku"});
+  CHECK(d.connect_timeout == std::chrono::seconds(2));
+}
+
+TEST_CASE("a sql downstream's dsn takes ${ENV} values and remembers that it did") {
+  ::setenv("GATEWAY_TEST_DB_PASSWORD", "s3cret", 1);
+  const auto r = load_config_text(sql_config(R"(    driver: postgres
+    dsn: "host=db password=${GATEWAY_TEST_DB_PASSWORD}"
+    query: SELECT 1 AS one WHERE :sku IS NOT NULL
+)"),
+                                  "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->downstreams.at(0).sql.dsn == "host=db password=s3cret");
+  CHECK(r.config->downstreams.at(0).sql.dsn_has_env);
+
+  const auto errors = sql_errors(sql_config(R"(    driver: postgres
+    dsn: "host=db password=${GATEWAY_TEST_UNSET_VARIABLE}"
+    query: SELECT 1
+)"));
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].line == 5);
+  CHECK_THAT(errors[0].message, Catch::Contains("GATEWAY_TEST_UNSET_VARIABLE is not set"));
+}
+
+TEST_CASE("sql downstream mistakes are reported where they are") {
+  SECTION("no driver") {
+    const auto e = sql_errors(sql_config("    database: x.db\n    query: SELECT 1\n"));
+    REQUIRE_FALSE(e.empty());
+    CHECK_THAT(e[0].message, Catch::Contains("driver"));
+  }
+  SECTION("more permits than connections") {
+    const auto e = sql_errors(sql_config(
+        "    driver: sqlite\n    database: x.db\n    pool_size: 4\n    permits: 8\n    query: SELECT 1\n"));
+    REQUIRE(e.size() == 1);
+    CHECK(e[0].line == 7);
+    CHECK_THAT(e[0].message, Catch::Contains("permits cannot exceed pool_size"));
+  }
+  SECTION("a query naming an undeclared parameter") {
+    const auto e = sql_errors(
+        sql_config("    driver: sqlite\n    database: x.db\n    query: SELECT 1 WHERE :sku = :nope\n"));
+    REQUIRE(e.size() == 1);
+    CHECK_THAT(e[0].message, Catch::Contains("undeclared parameter 'nope'"));
+  }
+  SECTION("a sql call with a path") {
+    const auto e = sql_errors(
+        sql_config("    driver: sqlite\n    database: x.db\n    query: SELECT 1\n", "        path: /x\n"));
+    REQUIRE(e.size() == 1);
+    CHECK_THAT(e[0].message, Catch::Contains("no path"));
+  }
+  SECTION("an http key on a sql downstream") {
+    const auto e = sql_errors(
+        sql_config("    driver: sqlite\n    database: x.db\n    url: http://x:1\n    query: SELECT 1\n"));
+    REQUIRE(e.size() == 1);
+    CHECK_THAT(e[0].message, Catch::Contains("unknown key 'url'"));
+  }
+  SECTION("a positional parameter") {
+    const auto e =
+        sql_errors(sql_config("    driver: postgres\n    dsn: host=x\n    query: SELECT 1 WHERE a = $1\n"));
+    REQUIRE(e.size() == 1);
+    CHECK_THAT(e[0].message, Catch::Contains(":name"));
+  }
+}
