@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Quick single-scenario measurement on loopback: the mock answers every seed path after DELAY, wrk drives
+# Quick single-scenario measurement on loopback: the mock answers every HTTP seed path after DELAY (the
+# inventory call goes to the SQLite branch of the default config), wrk drives
 # CONNS keep-alive connections at the seed route for SECONDS, and the gateway's and the mock's CPU time
 # (utime+stime from /proc) is divided by completed requests.
 # usage: loadtest/quick-bench.sh [CONNS=100] [DELAY=150ms] [SECONDS=15]   (needs wrk: apt-get install wrk)
@@ -11,6 +12,7 @@ secs=${3:-15}
 bin=build/release/bin
 work=$(mktemp -d)
 trap 'kill $gw $mock 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT
+scripts/seed-db.sh data/offers.db  # the default config's inventory branch
 
 "$bin/mock-downstream" --listen 127.0.0.1:0 --delay "$delay" >"$work/mock.out" 2>"$work/mock.err" &
 mock=$!

@@ -52,23 +52,34 @@ void sleep_in(net::yield_context yield, std::chrono::milliseconds d) {
 
 }  // namespace
 
-TEST_CASE("permits are handed out in FIFO order across threads and never exceed the count") {
+namespace {
+
+struct queue_run {
+  std::vector<int> order;  // in which the waiters got their permits
+  int max_inside = 0;      // most permit holders at once
+};
+
+// All permits are held while `waiters` coroutines queue up, alternating between the two threads, in a
+// definite order; then the permits are released and each waiter holds its permit for 5 ms.
+queue_run run_queue(std::size_t permits, int waiters) {
   two_loops loops;
-  async_semaphore sem(2, 100);
+  async_semaphore sem(permits, 100);
+  std::vector<async_semaphore::permit> held;
+  for (std::size_t i = 0; i < permits; ++i) held.push_back(sem.try_acquire());
   std::atomic<int> inside{0}, max_inside{0};
   std::mutex order_mutex;
-  std::vector<int> order;
+  queue_run run;
   std::vector<std::future<bool>> done;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < waiters; ++i) {
     auto& ioc = i % 2 == 0 ? loops.a : loops.b;
     done.push_back(in_coroutine(ioc, [&, i](net::yield_context yield) {
       auto r = sem.acquire(clock::now() + 10s, nullptr, yield);
       if (r.outcome != async_semaphore::status::acquired) return false;
+      const int now = ++inside;
       {
         std::lock_guard lock(order_mutex);
-        order.push_back(i);
+        run.order.push_back(i);
       }
-      const int now = ++inside;
       int seen = max_inside.load();
       while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
       }
@@ -76,15 +87,30 @@ TEST_CASE("permits are handed out in FIFO order across threads and never exceed 
       --inside;
       return true;
     }));
-    std::this_thread::sleep_for(2ms);  // a definite arrival order
+    while (sem.waiting() < static_cast<std::size_t>(i + 1)) std::this_thread::sleep_for(1ms);
   }
+  held.clear();
   for (auto& f : done) CHECK(f.get());
-  CHECK(max_inside == 2);
-  CHECK(sem.available() == 2);
+  CHECK(sem.available() == permits);
   CHECK(sem.waiting() == 0);
-  std::vector<int> expected(10);
-  for (int i = 0; i < 10; ++i) expected[i] = i;
-  CHECK(order == expected);
+  run.max_inside = max_inside;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("permits go to waiters in FIFO order across threads") {
+  // One permit: each grant follows the previous holder's release, so the order seen is the grant order.
+  const auto run = run_queue(1, 10);
+  CHECK(run.max_inside == 1);
+  CHECK(run.order == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("no more holders than permits, across threads") {
+  const auto run = run_queue(3, 12);
+  CHECK(run.max_inside <= 3);
+  CHECK(run.max_inside >= 2);  // they do overlap
+  CHECK(run.order.size() == 12);
 }
 
 TEST_CASE("a waiter gives up at its deadline and leaves the queue") {
