@@ -1,11 +1,13 @@
 // gateway: parse arguments, load the configuration, run the server until SIGTERM/SIGINT.
 
 #include "gateway/config/config_loader.hpp"
+#include "gateway/observe/process_stats.hpp"
 #include "gateway/server/server.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -42,6 +44,7 @@ int run(const std::string& file) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  spdlog::info("open-file limit: {}", gateway::raise_open_file_limit());
 
   std::unique_ptr<gateway::server> srv;
   try {
@@ -51,18 +54,28 @@ int run(const std::string& file) {
     return 1;
   }
   const auto ep = srv->local_endpoint();
+  const auto admin = srv->admin_endpoint();
   spdlog::info("gateway {} on {} I/O threads", GATEWAY_VERSION, srv->threads());
-  std::printf("gateway listening on %s:%u\n", ep.address().to_string().c_str(), ep.port());
+  std::printf("gateway listening on %s:%u\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
+              ep.port(), admin.address().to_string().c_str(), admin.port());
   std::fflush(stdout);
 
+  // First signal: graceful drain. Second: stop at once (in-flight requests cancelled).
+  std::atomic<bool> finished{false};
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    spdlog::info("signal {} received: shutting down", sig);
+    if (finished) return;
+    spdlog::info("signal {} received: draining", sig);
+    srv->drain();
+    sigwait(&signals, &sig);
+    if (finished) return;
+    spdlog::info("signal {} received again: stopping now", sig);
     srv->stop();
   });
   srv->run();
-  // run() returned without a signal only if every I/O thread ended; wake the signal thread.
+  // Wake the signal thread if it still waits.
+  finished = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
   spdlog::info("gateway stopped");

@@ -47,6 +47,7 @@ void fanout::run_call(std::size_t index, const fanout_request& request, net::yie
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
+  if (request.metrics) request.metrics->call_done(call.downstream_index, result.outcome, result.latency);
   results_[index] = std::move(result);
 }
 
@@ -71,6 +72,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     net::spawn(
         ex, std::allocator_arg, stack_cache(request.stack_size),
         [this, i, &request](net::yield_context child) {
+          if (request.metrics) request.metrics->coroutine_started();
           try {
             run_call(i, request, child);
           } catch (const std::exception& e) {
@@ -78,6 +80,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
             results_[i] = call_result{};
             results_[i].detail = "internal error";
           }
+          if (request.metrics) request.metrics->coroutine_ended();
           finished_[i] = true;
           if (--pending_ == 0) wake_.cancel();
         },

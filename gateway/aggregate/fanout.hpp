@@ -9,6 +9,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/downstream.hpp"
+#include "gateway/observe/metrics.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -27,6 +28,7 @@ struct fanout_request {
   std::string_view traceparent;
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
+  worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
 };
 
 class fanout {

@@ -31,6 +31,8 @@ struct server_settings {
 };
 
 struct limits_settings {
+  std::size_t max_connections = 10'000;  // open client connections; more are answered 503 and closed
+  std::size_t max_inflight = 5'000;      // requests being handled; more are answered 503 at once
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_body_bytes = 64 * 1024;
   microseconds header_timeout = std::chrono::seconds(10);  // whole request head must arrive within it
@@ -38,8 +40,22 @@ struct limits_settings {
   microseconds write_timeout = std::chrono::seconds(10);
 };
 
+enum class log_format { json, text };
+
 struct log_settings {
   std::string level = "info";
+  bool access = true;  // one line per request on stdout
+  log_format format = log_format::json;
+};
+
+struct admin_settings {
+  listen_address listen{"0.0.0.0", 9901};
+  microseconds stall_threshold = std::chrono::seconds(5);  // an I/O thread silent longer fails /livez
+};
+
+struct shutdown_settings {
+  microseconds drain_delay = std::chrono::seconds(5);  // keep serving after SIGTERM while /readyz is 503
+  microseconds timeout = std::chrono::seconds(30);     // from SIGTERM: then in-flight requests are cancelled
 };
 
 enum class downstream_kind { http, sql };
@@ -87,7 +103,8 @@ enum class response_shape { array, object };
 struct call_settings {
   std::string name;
   std::string downstream;
-  path_template path;  // http calls only
+  std::size_t downstream_index = 0;  // into gateway_config::downstreams
+  path_template path;                // http calls only
   std::optional<microseconds> timeout;
   bool required = false;
   std::vector<std::string> fields;  // empty = keep every field
@@ -108,6 +125,8 @@ struct gateway_config {
   server_settings server;
   limits_settings limits;
   log_settings log;
+  admin_settings admin;
+  shutdown_settings shutdown;
   std::vector<downstream_settings> downstreams;
   std::vector<route_settings> routes;
 

@@ -134,6 +134,8 @@ class loader {
     if (auto n = top.section("server")) read_server(*n, cfg.server);
     if (auto n = top.section("limits")) read_limits(*n, cfg.limits);
     if (auto n = top.section("log")) read_log(*n, cfg.log);
+    if (auto n = top.section("admin")) read_admin(*n, cfg.admin);
+    if (auto n = top.section("shutdown")) read_shutdown(*n, cfg.shutdown);
     if (auto n = top.section("downstreams")) read_downstreams(*n, cfg);
     if (auto n = top.section("routes", yaml_reader::kind::sequence)) read_routes(*n, cfg);
     top.finish();
@@ -157,8 +159,32 @@ class loader {
     r.finish();
   }
 
+  void read_admin(const YAML::Node& node, admin_settings& a) {
+    yaml_reader r(node, errors_, "admin");
+    std::string listen;
+    if (r.string("listen", listen)) {
+      if (auto address = parse_listen(listen)) {
+        a.listen = *address;
+      } else {
+        r.error_at("listen", "expected HOST:PORT, e.g. 0.0.0.0:9901");
+      }
+    }
+    if (r.duration("stall_threshold", a.stall_threshold) && a.stall_threshold < milliseconds(100))
+      r.error_at("stall_threshold", "stall_threshold must be at least 100ms");
+    r.finish();
+  }
+
+  void read_shutdown(const YAML::Node& node, shutdown_settings& s) {
+    yaml_reader r(node, errors_, "shutdown");
+    r.duration("drain_delay", s.drain_delay, true);
+    r.duration("timeout", s.timeout);
+    r.finish();
+  }
+
   void read_limits(const YAML::Node& node, limits_settings& l) {
     yaml_reader r(node, errors_, "limits");
+    r.size("max_connections", l.max_connections, 1, 10'000'000);
+    r.size("max_inflight", l.max_inflight, 1, 10'000'000);
     r.size("max_header_bytes", l.max_header_bytes, 1024, 1024 * 1024);
     r.size("max_body_bytes", l.max_body_bytes, 0, 64 * 1024 * 1024);
     r.duration("header_timeout", l.header_timeout);
@@ -173,6 +199,17 @@ class loader {
       static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
       if (!levels.contains(l.level))
         r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
+    }
+    r.boolean("access", l.access);
+    std::string format;
+    if (r.string("format", format)) {
+      if (format == "json") {
+        l.format = log_format::json;
+      } else if (format == "text") {
+        l.format = log_format::text;
+      } else {
+        r.error_at("format", "log format must be 'json' or 'text'");
+      }
     }
     r.finish();
   }
@@ -321,6 +358,7 @@ class loader {
         r.error_at("downstream", "unknown downstream '" + call.downstream + "'");
       }
       const auto* target = cfg.find_downstream(call.downstream);
+      if (target) call.downstream_index = static_cast<std::size_t>(target - cfg.downstreams.data());
       const bool sql = target && target->kind == downstream_kind::sql;
       std::string path;
       if (sql) {

@@ -162,12 +162,14 @@ bool yaml_reader::unsigned_int(const std::string& key, unsigned& out, unsigned m
   return true;
 }
 
-bool yaml_reader::duration(const std::string& key, microseconds& out) {
+bool yaml_reader::duration(const std::string& key, microseconds& out, bool allow_zero) {
   const YAML::Node* v = nullptr;
   if (!scalar(key, v)) return false;
   auto d = parse_duration(v->Scalar());
-  if (!d || d->count() <= 0 || *d > std::chrono::hours(24)) {
-    report(errors_, *v, what_ + "." + key + ": expected a positive duration such as 150ms, 2s or 1m");
+  if (!d || d->count() < (allow_zero ? 0 : 1) || *d > std::chrono::hours(24)) {
+    report(errors_, *v,
+           what_ + "." + key + ": expected a " + (allow_zero ? "" : "positive ") +
+               "duration such as 150ms, 2s or 1m");
     return false;
   }
   out = *d;

@@ -29,7 +29,7 @@ class yaml_reader {
   bool boolean(const std::string& key, bool& out);
   bool unsigned_int(const std::string& key, unsigned& out, unsigned min, unsigned max);
   bool size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max);
-  bool duration(const std::string& key, microseconds& out);
+  bool duration(const std::string& key, microseconds& out, bool allow_zero = false);
   bool string_list(const std::string& key, std::vector<std::string>& out);
   bool json_object(const std::string& key, nlohmann::json& out);
   std::optional<YAML::Node> section(const std::string& key, kind k = kind::map, bool required = false);

@@ -28,6 +28,11 @@ class histogram {
   struct snapshot {
     std::array<std::uint64_t, bounds.size() + 1> counts{};  // per bucket, not cumulative; last = +Inf
     double sum_seconds = 0;
+    snapshot& operator+=(const snapshot& other) {
+      for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
+      sum_seconds += other.sum_seconds;
+      return *this;
+    }
     std::uint64_t count() const {
       std::uint64_t n = 0;
       for (auto c : counts) n += c;

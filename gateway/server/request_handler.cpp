@@ -69,8 +69,9 @@ std::string make_request_id(std::string_view incoming) {
   return id;
 }
 
-request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets)
-    : config_(config), router_(config.routes), targets_(std::move(targets)) {}
+request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
+                                 metrics_registry& metrics)
+    : config_(config), router_(config.routes), targets_(std::move(targets)), metrics_(metrics) {}
 
 outbound_response request_handler::handle(const inbound_request& request, std::size_t worker,
                                           request_control& control, boost::asio::yield_context yield) const {
@@ -84,9 +85,12 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
       return r;
     }
     const auto& route = config_.routes[found.index];
+    const int route_index = static_cast<int>(found.index);
     std::vector<std::string> params;
     if (auto problem = extract_params(route, target_query(request.target), params); !problem.empty()) {
-      return error_response(400, problem, std::move(request_id));
+      auto r = error_response(400, problem, std::move(request_id));
+      r.route = route_index;
+      return r;
     }
 
     // The caller's budget can only shorten ours.
@@ -105,6 +109,8 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     fr.traceparent = valid_traceparent(request.traceparent) ? request.traceparent : std::string_view();
     fr.worker = worker;
     fr.stack_size = config_.server.stack_bytes();
+    auto& metrics = metrics_.worker(worker);
+    fr.metrics = &metrics;
 
     fanout calls(yield.get_executor());
     control.attach(&calls);
@@ -112,15 +118,25 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     auto results = calls.run(fr, yield);
     control.detach();
 
+    bool degraded = false;
+    for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (results[i].ok()) continue;
+      degraded = true;
+      metrics.fallback(found.index, i);
+    }
+    if (degraded) metrics.degraded_response(found.index);
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].ok()) continue;
       const bool timed_out = results[i].outcome == call_outcome::timeout;
-      return error_response(timed_out ? 504 : 502,
-                            "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
-                            std::move(request_id));
+      auto r = error_response(timed_out ? 504 : 502,
+                              "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
+                              std::move(request_id));
+      r.route = route_index;
+      return r;
     }
     auto merged = merge_results(route, results);
     outbound_response r;
+    r.route = route_index;
     r.status = 200;
     r.body = std::move(merged.body);
     r.degraded = std::move(merged.degraded);

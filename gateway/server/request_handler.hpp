@@ -6,6 +6,7 @@
 #include "gateway/aggregate/fanout.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/downstream.hpp"
+#include "gateway/observe/metrics.hpp"
 #include "gateway/server/router.hpp"
 
 #include <memory>
@@ -26,6 +27,7 @@ struct inbound_request {
 };
 
 struct outbound_response {
+  int route = -1;  // index of the matched route, -1 when none matched
   unsigned status = 200;
   std::string body;
   std::string request_id;
@@ -52,7 +54,8 @@ class request_control {
 class request_handler {
  public:
   // `targets[r][c]` is the downstream of call c of route r.
-  request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets);
+  request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
+                  metrics_registry& metrics);
 
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
@@ -61,6 +64,7 @@ class request_handler {
   const gateway_config& config_;
   router router_;
   std::vector<std::vector<downstream*>> targets_;
+  metrics_registry& metrics_;
 };
 
 // A JSON body {"error": message}.

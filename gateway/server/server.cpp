@@ -1,8 +1,14 @@
 #include "gateway/server/server.hpp"
 
+#include "gateway/config/config_json.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/http_downstream.hpp"
+#include "gateway/observe/access_log.hpp"
+#include "gateway/observe/metrics.hpp"
+#include "gateway/observe/process_stats.hpp"
+#include "gateway/observe/prometheus.hpp"
+#include "gateway/server/admin.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session.hpp"
 #include "gateway/sql/postgres_downstream.hpp"
@@ -26,11 +32,20 @@ using boost::system::error_code;
 
 namespace {
 
+constexpr auto heartbeat_period = std::chrono::milliseconds(100);
+
 struct worker {
   net::io_context ioc{1};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
+  net::steady_timer heartbeat{ioc};
+  std::atomic<clock::rep> last_beat{clock::now().time_since_epoch().count()};
 };
+
+// The answer to a connection beyond limits.max_connections, written without waiting.
+constexpr std::string_view overloaded_response =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 42\r\n"
+    "Retry-After: 1\r\nConnection: close\r\n\r\n{\"error\":\"overloaded: too many connections\"}";
 
 }  // namespace
 
@@ -38,14 +53,25 @@ struct server::impl {
   gateway_config config;
   std::vector<std::unique_ptr<worker>> workers;
   std::map<std::string, std::unique_ptr<downstream>> downstreams;
+  std::vector<const sql_downstream*> sql_downstreams;
+  std::unique_ptr<metrics_registry> metrics;
+  std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
   std::unique_ptr<net::ip::tcp::acceptor> acceptor;
+  std::unique_ptr<admin_server> admin;
+  server_state state;
+  std::atomic<bool> started{false};   // the listener is accepting
+  std::atomic<bool> draining{false};  // SIGTERM received
   std::atomic<bool> stopping{false};
   std::size_t next_worker = 0;
+  std::unique_ptr<net::steady_timer> drain_timer;     // worker 0: drain delay, then connection count polls
+  std::unique_ptr<net::steady_timer> shutdown_timer;  // worker 0: shutdown.timeout from the signal
+  std::string config_json;
 
   void accept_loop(net::yield_context yield) {
     net::steady_timer backoff(yield.get_executor());
-    while (!stopping) {
+    started = true;
+    while (!stopping && !state.closing) {
       auto& target = *workers[next_worker];
       const std::size_t index = next_worker;
       next_worker = (next_worker + 1) % workers.size();
@@ -53,16 +79,26 @@ struct server::impl {
       net::ip::tcp::socket socket(target.ioc);
       acceptor->async_accept(socket, yield[ec]);
       if (ec) {
-        if (ec == net::error::operation_aborted || stopping) return;
+        if (ec == net::error::operation_aborted || stopping || state.closing) return;
         spdlog::warn("accept failed: {}", ec.message());
         backoff.expires_after(milliseconds(50));  // e.g. out of file descriptors: don't spin
         backoff.async_wait(yield[ec]);
         continue;
       }
+      if (state.connections.load(std::memory_order_relaxed) >= config.limits.max_connections) {
+        metrics->worker(0).shed(shed_reason::max_connections);
+        socket.non_blocking(true, ec);
+        socket.send(net::buffer(overloaded_response), 0, ec);
+        socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+        continue;  // the socket closes here
+      }
+      state.connections.fetch_add(1, std::memory_order_relaxed);
       net::spawn(
           target.ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
           [this, index, s = std::move(socket)](net::yield_context session_yield) mutable {
-            session_context ctx{handler.get(), &config.limits, &workers[index]->sessions, index};
+            session_context ctx{
+                handler.get(), &config, &workers[index]->sessions, &state, &metrics->worker(index),
+                log.get(),     index};
             run_session(std::move(s), ctx, session_yield);
           },
           [](std::exception_ptr e) {
@@ -74,6 +110,147 @@ struct server::impl {
             }
           });
     }
+  }
+
+  // Every I/O thread notes the time every 100 ms and how late its timer fired: a thread that stops
+  // noting is stuck (/livez), a late timer means something blocked it (the lag histogram).
+  void start_heartbeat(std::size_t index) {
+    auto& w = *workers[index];
+    net::spawn(
+        w.ioc,
+        [this, &w, index](net::yield_context yield) {
+          while (!stopping) {
+            const auto due = clock::now() + heartbeat_period;
+            w.heartbeat.expires_at(due);
+            error_code ec;
+            w.heartbeat.async_wait(yield[ec]);
+            if (stopping) break;
+            const auto now = clock::now();
+            metrics->worker(index).loop_lag(now - due);
+            w.last_beat.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+          }
+        },
+        [](std::exception_ptr) {});
+  }
+
+  // Step 2 of the drain, on worker 0: no new connections, no new requests on kept-alive ones.
+  void close_listener(server& owner) {
+    state.closing = true;
+    error_code ignored;
+    acceptor->close(ignored);
+    for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.sessions.close_idle(); });
+    spdlog::info("drain: listener closed; {} connections, {} requests in flight", state.connections.load(),
+                 state.inflight.load());
+    wait_for_connections(owner);
+  }
+
+  void wait_for_connections(server& owner) {
+    if (state.connections.load() == 0) {
+      spdlog::info("drain: all connections closed");
+      owner.stop();
+      return;
+    }
+    drain_timer->expires_after(milliseconds(20));
+    drain_timer->async_wait([this, &owner](error_code ec) {
+      if (!ec && !stopping) wait_for_connections(owner);
+    });
+  }
+
+  admin_reply answer_admin(std::string_view path) {
+    if (path == "/livez") {
+      const auto now = clock::now();
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        const auto last =
+            clock::time_point(clock::duration(workers[i]->last_beat.load(std::memory_order_relaxed)));
+        if (!stopping && now - last > config.admin.stall_threshold)
+          return {503, "text/plain; charset=utf-8", "I/O thread " + std::to_string(i) + " is stuck\n"};
+      }
+      return {200, "text/plain; charset=utf-8", "ok\n"};
+    }
+    if (path == "/startupz") {
+      if (!started) return {503, "text/plain; charset=utf-8", "starting\n"};
+      return {200, "text/plain; charset=utf-8", "ok\n"};
+    }
+    if (path == "/readyz") {
+      if (!started) return {503, "text/plain; charset=utf-8", "starting\n"};
+      if (draining || stopping) return {503, "text/plain; charset=utf-8", "draining\n"};
+      for (const auto* d : sql_downstreams) {
+        if (!d->ready())
+          return {503, "text/plain; charset=utf-8", "database '" + d->name() + "' not connected\n"};
+      }
+      return {200, "text/plain; charset=utf-8", "ok\n"};
+    }
+    if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", render_metrics()};
+    if (path == "/config") return {200, "application/json", config_json};
+    return {404, "text/plain; charset=utf-8", "not found; try /livez /readyz /startupz /metrics /config\n"};
+  }
+
+  std::string render_metrics() {
+    prometheus_writer out;
+    metrics->render(out, state.inflight.load(std::memory_order_relaxed));
+    out.family("gateway_open_connections", "gauge", "Open client connections on the public listener.");
+    out.sample("gateway_open_connections", {}, static_cast<double>(state.connections.load()));
+    if (log) {
+      out.family("gateway_access_log_dropped_total", "counter",
+                 "Access log lines dropped because stdout was full, slow or failing.");
+      out.sample("gateway_access_log_dropped_total", {}, static_cast<double>(log->dropped()));
+    }
+    render_sql(out);
+    const auto p = read_process_stats();
+    out.family("process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+    out.sample("process_cpu_seconds_total", {}, p.cpu_seconds);
+    out.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    out.sample("process_resident_memory_bytes", {}, static_cast<double>(p.resident_bytes));
+    out.family("process_open_fds", "gauge", "Open file descriptors.");
+    out.sample("process_open_fds", {}, static_cast<double>(p.open_fds));
+    out.family("process_max_fds", "gauge", "Limit on open file descriptors.");
+    out.sample("process_max_fds", {}, static_cast<double>(p.max_fds));
+    out.family("process_start_time_seconds", "gauge",
+               "Start time of the process since the Unix epoch, in seconds.");
+    out.sample("process_start_time_seconds", {}, p.start_time_seconds);
+    out.family("gateway_build_info", "gauge", "Always 1; the labels tell the build.");
+    out.sample("gateway_build_info", {{"version", GATEWAY_VERSION}}, 1);
+    return out.take();
+  }
+
+  void render_sql(prometheus_writer& out) {
+    if (sql_downstreams.empty()) return;
+    out.family("gateway_db_semaphore_permits_available", "gauge", "Free permits of the database semaphore.");
+    for (const auto* d : sql_downstreams)
+      out.sample("gateway_db_semaphore_permits_available", {{"downstream", d->name()}},
+                 static_cast<double>(d->semaphore().available()));
+    out.family("gateway_db_semaphore_waiting", "gauge", "Calls queued for a database permit.");
+    for (const auto* d : sql_downstreams)
+      out.sample("gateway_db_semaphore_waiting", {{"downstream", d->name()}},
+                 static_cast<double>(d->semaphore().waiting()));
+    out.family("gateway_db_semaphore_wait_seconds", "histogram",
+               "Time calls spent queued for a database permit.");
+    for (const auto* d : sql_downstreams)
+      out.histogram_sample("gateway_db_semaphore_wait_seconds", {{"downstream", d->name()}},
+                           d->semaphore().wait_time().read());
+    out.family("gateway_db_pool_connections", "gauge", "Database connections by state.");
+    for (const auto* d : sql_downstreams) {
+      const auto c = d->pool_counts();
+      out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "idle"}},
+                 static_cast<double>(c.idle));
+      out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "in_use"}},
+                 static_cast<double>(c.in_use));
+      out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "broken"}},
+                 static_cast<double>(c.broken));
+    }
+    out.family("gateway_db_queries_total", "counter", "Database calls by outcome.");
+    for (const auto* d : sql_downstreams) {
+      for (auto outcome : {call_outcome::ok, call_outcome::timeout, call_outcome::error,
+                           call_outcome::cancelled, call_outcome::rejected}) {
+        out.sample("gateway_db_queries_total", {{"downstream", d->name()}, {"outcome", to_string(outcome)}},
+                   static_cast<double>(d->stats().queries[static_cast<std::size_t>(outcome)].load()));
+      }
+    }
+    out.family("gateway_db_cancellations_total", "counter",
+               "Queries cancelled on the server or interrupted at their deadline.");
+    for (const auto* d : sql_downstreams)
+      out.sample("gateway_db_cancellations_total", {{"downstream", d->name()}},
+                 static_cast<double>(d->stats().server_cancels.load()));
   }
 };
 
@@ -87,15 +264,24 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     impl_->workers.push_back(std::make_unique<worker>());
     iocs.push_back(&impl_->workers.back()->ioc);
   }
+  impl_->metrics = std::make_unique<metrics_registry>(cfg, threads);
+  if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format);
+  impl_->config_json = effective_config_json(cfg).dump(2) + "\n";
+
   for (const auto& d : cfg.downstreams) {
     auto& slot = impl_->downstreams[d.name];
     if (d.kind == downstream_kind::http) {
       slot = std::make_unique<http_downstream>(d, iocs);
-    } else if (d.sql.driver == sql_driver::sqlite) {
-      slot = std::make_unique<sqlite_downstream>(d);
-    } else {
-      slot = std::make_unique<postgres_downstream>(d);
+      continue;
     }
+    std::unique_ptr<sql_downstream> sql;
+    if (d.sql.driver == sql_driver::sqlite) {
+      sql = std::make_unique<sqlite_downstream>(d);
+    } else {
+      sql = std::make_unique<postgres_downstream>(d);
+    }
+    impl_->sql_downstreams.push_back(sql.get());
+    slot = std::move(sql);
   }
 
   std::vector<std::vector<downstream*>> targets;
@@ -103,9 +289,11 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     auto& row = targets.emplace_back();
     for (const auto& call : route.calls) row.push_back(impl_->downstreams.at(call.downstream).get());
   }
-  impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets));
+  impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
 
   auto& ioc = impl_->workers.front()->ioc;
+  impl_->drain_timer = std::make_unique<net::steady_timer>(ioc);
+  impl_->shutdown_timer = std::make_unique<net::steady_timer>(ioc);
   error_code ec;
   const auto address = net::ip::make_address(cfg.server.listen.host, ec);
   if (ec) throw std::runtime_error("server.listen: invalid address '" + cfg.server.listen.host + "'");
@@ -118,12 +306,20 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     throw std::runtime_error("cannot listen on " + cfg.server.listen.host + ":" +
                              std::to_string(cfg.server.listen.port) + ": " + ec.message());
   impl_->acceptor->listen(net::socket_base::max_listen_connections);
+  impl_->admin = std::make_unique<admin_server>(
+      cfg.admin.listen, [this](std::string_view path) { return impl_->answer_admin(path); });
 }
 
-server::~server() = default;
+server::~server() {
+  impl_->admin.reset();  // its thread reads the rest
+}
 
 net::ip::tcp::endpoint server::local_endpoint() const {
   return impl_->acceptor->local_endpoint();
+}
+
+net::ip::tcp::endpoint server::admin_endpoint() const {
+  return impl_->admin->local_endpoint();
 }
 
 std::size_t server::threads() const {
@@ -134,10 +330,12 @@ void server::run() {
   net::spawn(
       impl_->workers.front()->ioc, [this](net::yield_context yield) { impl_->accept_loop(yield); },
       [](std::exception_ptr e) {
-        // The accept loop ends only on stop(); an exception here is a bug, and a gateway that no longer
-        // accepts must die loudly (so that it is restarted) rather than linger.
+        // The accept loop ends only on stop() or drain; an exception here is a bug, and a gateway that no
+        // longer accepts must die loudly (so that it is restarted) rather than linger.
         if (e) std::rethrow_exception(e);
       });
+  for (std::size_t i = 0; i < impl_->workers.size(); ++i) impl_->start_heartbeat(i);
+  impl_->admin->start();
   std::vector<std::thread> threads;
   for (std::size_t i = 1; i < impl_->workers.size(); ++i) {
     threads.emplace_back([this, i] {
@@ -150,15 +348,42 @@ void server::run() {
   for (auto& t : threads) t.join();
 }
 
+void server::drain() {
+  if (impl_->draining.exchange(true) || impl_->stopping) return;
+  const auto& s = impl_->config.shutdown;
+  spdlog::info(
+      "drain: not ready; serving for {} more, then closing the listener (cancelling what is left after {})",
+      format_duration(s.drain_delay), format_duration(s.timeout));
+  auto& ioc = impl_->workers.front()->ioc;
+  net::post(ioc, [this, s] {
+    // The shutdown timeout counts from the signal; it cancels whatever is still running.
+    impl_->shutdown_timer->expires_after(s.timeout);
+    impl_->shutdown_timer->async_wait([this](error_code ec) {
+      if (ec || impl_->stopping) return;
+      spdlog::warn("drain: shutdown timeout; cancelling {} requests still in flight",
+                   impl_->state.inflight.load());
+      stop();
+    });
+    impl_->drain_timer->expires_after(s.drain_delay);
+    impl_->drain_timer->async_wait([this](error_code ec) {
+      if (!ec && !impl_->stopping) impl_->close_listener(*this);
+    });
+  });
+}
+
 void server::stop() {
   if (impl_->stopping.exchange(true)) return;
+  impl_->admin->stop();
   net::post(impl_->workers.front()->ioc, [this] {
     error_code ignored;
     impl_->acceptor->close(ignored);
+    impl_->drain_timer->cancel();
+    impl_->shutdown_timer->cancel();
   });
   for (std::size_t i = 0; i < impl_->workers.size(); ++i) {
     auto& w = *impl_->workers[i];
     net::post(w.ioc, [this, &w, i] {
+      w.heartbeat.cancel();
       w.sessions.close_all();
       for (auto& [name, d] : impl_->downstreams) d->close_idle(i);
       w.guard.reset();

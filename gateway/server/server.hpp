@@ -1,6 +1,7 @@
 #pragma once
 // The gateway process: I/O threads (one single-threaded io_context each), the public listener, the
-// downstreams and the request handler. Beast-free header.
+// downstreams, the request handler, the admin listener (probes, metrics, config) and the access log.
+// Beast-free header.
 
 #include "gateway/config/config.hpp"
 
@@ -20,10 +21,15 @@ class server {
   server& operator=(const server&) = delete;
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  boost::asio::ip::tcp::endpoint admin_endpoint() const;
   std::size_t threads() const;
 
   // Runs the I/O threads (the calling thread is one of them) until stop() and the work has drained.
   void run();
+  // Graceful drain (first SIGTERM): /readyz turns 503 at once; after shutdown.drain_delay the listener
+  // closes, kept-alive connections get "Connection: close", idle ones are closed; when the last
+  // connection has gone, or shutdown.timeout after the drain began, stop(). Thread-safe, idempotent.
+  void drain();
   // Thread-safe and idempotent: stops accepting, cancels in-flight requests, closes connections.
   void stop();
 

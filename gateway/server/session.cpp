@@ -10,6 +10,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <sys/ioctl.h>
+
 #include <array>
 
 namespace gateway {
@@ -18,6 +20,16 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using boost::system::error_code;
+
+void session_registry::close_idle() {
+  for (auto& e : entries_) {
+    if (!e.idle) continue;
+    int pending = 0;
+    if (::ioctl(e.socket->native_handle(), FIONREAD, &pending) == 0 && pending > 0) continue;
+    error_code ignored;
+    e.socket->cancel(ignored);
+  }
+}
 
 void session_registry::close_all() {
   for (auto& e : entries_) {
@@ -38,6 +50,7 @@ std::string response_head(const outbound_response& r, bool keep_alive) {
   if (!r.request_id.empty()) head.append("\r\nX-Request-Id: ").append(r.request_id);
   if (!r.degraded.empty()) head.append("\r\nX-Degraded: ").append(r.degraded);
   if (!r.allow.empty()) head.append("\r\nAllow: ").append(r.allow);
+  if (r.status == 503) head.append("\r\nRetry-After: 1");
   if (!keep_alive) head.append("\r\nConnection: close");
   head.append("\r\n\r\n");
   return head;
@@ -59,14 +72,21 @@ struct read_outcome {
   unsigned error_status = 0;
 };
 
+// While the gateway drains, a kept-alive connection waits this long for one more request, then closes.
+constexpr auto drain_idle_grace = std::chrono::milliseconds(500);
+
 // Waits for the first byte under the idle timeout, then for the whole request under the header timeout.
 read_outcome read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                           http::request_parser<http::string_body>& parser, const limits_settings& limits,
+                          const server_state& state, session_registry::membership& listed,
                           net::yield_context yield) {
   error_code ec;
   if (buffer.size() == 0) {
-    stream.expires_after(limits.idle_timeout);
+    stream.expires_after(state.closing ? std::min<clock::duration>(limits.idle_timeout, drain_idle_grace)
+                                       : clock::duration(limits.idle_timeout));
+    listed.set_idle(true);
     const auto n = stream.async_read_some(buffer.prepare(4096), yield[ec]);
+    listed.set_idle(false);
     if (ec) return {};
     buffer.commit(n);
   }
@@ -81,31 +101,80 @@ std::string_view header(const http::request<http::string_body>& req, std::string
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
+std::string client_address(const net::ip::tcp::socket& socket) {
+  error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  if (ec) return "-";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+// Counts the connection's coroutine and the connection itself for as long as it lives.
+class session_counted {
+ public:
+  session_counted(const session_context& ctx) : ctx_(ctx) { ctx_.metrics->coroutine_started(); }
+  session_counted(const session_counted&) = delete;
+  session_counted& operator=(const session_counted&) = delete;
+  ~session_counted() {
+    ctx_.metrics->coroutine_ended();
+    ctx_.state->connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  const session_context& ctx_;
+};
+
 }  // namespace
 
 void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::yield_context yield) {
+  session_counted counted(ctx);  // ctx.state->connections was counted up by the acceptor
+  const auto& limits = ctx.config->limits;
   error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
+  const std::string client = ctx.log ? client_address(socket) : std::string();
   beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer(ctx.limits->max_header_bytes + ctx.limits->max_body_bytes + 4096);
+  beast::flat_buffer buffer(limits.max_header_bytes + limits.max_body_bytes + 4096);
   request_control control;
   session_registry::membership listed(*ctx.registry, {&stream.socket(), &control});
 
+  auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started) {
+    const auto elapsed = clock::now() - started;
+    ctx.metrics->request_done(r.route, r.status, elapsed);
+    if (!ctx.log) return;
+    access_entry e;
+    e.time = std::chrono::system_clock::now();
+    e.request_id = r.request_id;
+    e.method = method;
+    e.route = r.route >= 0 ? std::string_view(ctx.config->routes[static_cast<std::size_t>(r.route)].path)
+                           : std::string_view("unmatched");
+    e.status = r.status;
+    e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+    e.degraded = r.degraded;
+    e.bytes = r.body.size();
+    e.client = client;
+    ctx.log->write(e);
+  };
+  auto send = [&](const outbound_response& r, bool keep_alive) {
+    const auto head = response_head(r, keep_alive);
+    stream.expires_after(limits.write_timeout);
+    net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(r.body)},
+                     yield[ec]);
+    return !ec;
+  };
+
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(ctx.limits->max_header_bytes));
-    parser.body_limit(ctx.limits->max_body_bytes);
-    const auto read = read_request(stream, buffer, parser, *ctx.limits, yield);
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes);
+    const auto read = read_request(stream, buffer, parser, limits, *ctx.state, listed, yield);
+    const auto started = clock::now();
     if (!read.ok) {
       if (read.error_status != 0 && control.reason() == cancel_reason::none) {
         outbound_response r;
         r.status = read.error_status;
         r.body = error_body(read.error_status == 400 ? "malformed HTTP request"
                                                      : reason_phrase(read.error_status));
-        const auto head = response_head(r, false);
-        stream.expires_after(ctx.limits->write_timeout);
-        net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(r.body)},
-                         yield[ec]);
+        send(r, false);
+        finish(r, "-", started);
       }
       break;
     }
@@ -118,19 +187,39 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
 
+    // Load shedding: beyond max_inflight, answer at once without starting any downstream call.
+    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight) {
+      ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+      ctx.metrics->shed(shed_reason::max_inflight);
+      outbound_response r;
+      r.status = 503;
+      r.body = error_body("overloaded: too many requests in flight");
+      r.request_id = make_request_id(in.request_id);
+      const bool keep_alive = req.keep_alive() && !ctx.state->closing;
+      const bool written = send(r, keep_alive);
+      finish(r, in.method, started);
+      if (!written || !keep_alive) break;
+      continue;
+    }
+
     stream.expires_never();
     peer_watch watch(stream.socket());
     watch.start([&control] { control.cancel(cancel_reason::client_gone); });
     auto response = ctx.handler->handle(in, ctx.worker, control, yield);
     watch.stop();
-    if (watch.peer_closed() || control.reason() == cancel_reason::client_gone) break;
+    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    if (watch.peer_closed() || control.reason() == cancel_reason::client_gone) {
+      ctx.metrics->client_disconnect();
+      response.status = 499;  // nginx's "client closed request", for the log and the metrics only
+      finish(response, in.method, started);
+      break;
+    }
 
-    const bool keep_alive = req.keep_alive() && control.reason() == cancel_reason::none;
-    const auto head = response_head(response, keep_alive);
-    stream.expires_after(ctx.limits->write_timeout);
-    net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(response.body)},
-                     yield[ec]);
-    if (ec || !keep_alive) break;
+    const bool keep_alive =
+        req.keep_alive() && control.reason() == cancel_reason::none && !ctx.state->closing;
+    const bool written = send(response, keep_alive);
+    finish(response, in.method, started);
+    if (!written || !keep_alive) break;
   }
   stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
   stream.close();

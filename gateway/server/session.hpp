@@ -6,10 +6,13 @@
 // cancels all of its downstream calls and nothing is written.
 
 #include "gateway/config/config.hpp"
+#include "gateway/observe/access_log.hpp"
+#include "gateway/observe/metrics.hpp"
 #include "gateway/server/request_handler.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <atomic>
 #include <list>
 
 namespace gateway {
@@ -20,6 +23,7 @@ class session_registry {
   struct entry {
     boost::asio::ip::tcp::socket* socket = nullptr;
     request_control* control = nullptr;
+    bool idle = false;  // waiting for the first byte of a request
   };
   // Keeps a connection listed for as long as it lives (also when its coroutine unwinds).
   class membership {
@@ -28,22 +32,36 @@ class session_registry {
     membership(const membership&) = delete;
     membership& operator=(const membership&) = delete;
     ~membership() { registry_.entries_.erase(it_); }
+    void set_idle(bool idle) { it_->idle = idle; }
 
    private:
     session_registry& registry_;
     std::list<entry>::iterator it_;
   };
 
+  // Cancels every request and closes every connection (shutdown).
   void close_all();
+  // Closes the connections waiting for a request, unless a request has already started to arrive.
+  void close_idle();
 
  private:
   std::list<entry> entries_;
 };
 
+// What all connections share, across I/O threads.
+struct server_state {
+  std::atomic<std::size_t> inflight{0};     // requests being handled
+  std::atomic<std::size_t> connections{0};  // open client connections
+  std::atomic<bool> closing{false};         // the listener has closed: finish up, keep nothing alive
+};
+
 struct session_context {
   const request_handler* handler = nullptr;
-  const limits_settings* limits = nullptr;
+  const gateway_config* config = nullptr;
   session_registry* registry = nullptr;
+  server_state* state = nullptr;
+  worker_metrics* metrics = nullptr;
+  access_log* log = nullptr;  // null when access logging is off
   std::size_t worker = 0;
 };
 

@@ -10,10 +10,12 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::regex listening_line(R"(listening on ([0-9.]+):([0-9]+))");
+const std::regex admin_line(R"(admin listening on ([0-9.]+):([0-9]+))");
 constexpr milliseconds startup_timeout = 10s;
 
-std::uint16_t wait_listening(child_process& child, const std::string& what) {
-  auto groups = child.wait_for_line(listening_line, startup_timeout);
+std::uint16_t wait_listening(child_process& child, const std::string& what,
+                             const std::regex& line = listening_line) {
+  auto groups = child.wait_for_line(line, startup_timeout);
   if (!groups) {
     throw std::runtime_error(what + " did not report 'listening on HOST:PORT' within " +
                              std::to_string(startup_timeout.count()) + " ms (" + child.command_line() +
@@ -71,11 +73,24 @@ nlohmann::json mock_downstream::wait_stats(const std::function<bool(const nlohma
   }
 }
 
+namespace {
+
+bool has_section(const std::string& yaml, const std::string& name) {
+  return yaml.rfind(name + ":", 0) == 0 || yaml.find("\n" + name + ":") != std::string::npos;
+}
+
+}  // namespace
+
 gateway_process::gateway_process(const std::string& config_yaml) {
-  config_path_ = dir_.write("gateway.yaml", config_yaml);
+  std::string yaml = config_yaml;
+  if (!yaml.empty() && yaml.back() != '\n') yaml += '\n';
+  if (!has_section(yaml, "admin")) yaml += "admin:\n  listen: 127.0.0.1:0\n";
+  if (!has_section(yaml, "shutdown")) yaml += "shutdown:\n  drain_delay: 0s\n";
+  config_path_ = dir_.write("gateway.yaml", yaml);
   process_ = std::make_unique<child_process>(std::vector<std::string>{GATEWAY_BIN, "--config", config_path_},
                                              dir_.file("gateway.stderr"));
   port_ = wait_listening(*process_, "gateway");
+  admin_port_ = wait_listening(*process_, "gateway admin", admin_line);
 }
 
 std::string seed_config::yaml() const {

@@ -46,11 +46,14 @@ class mock_downstream {
   std::uint16_t port_ = 0;
 };
 
+// Starts the gateway on `config_yaml`. Unless the config has its own sections, the admin listener goes
+// to 127.0.0.1:0 and shutdown.drain_delay is 0 (so that tests don't wait 5 s at every exit).
 class gateway_process {
  public:
   explicit gateway_process(const std::string& config_yaml);
 
   std::uint16_t port() const { return port_; }
+  std::uint16_t admin_port() const { return admin_port_; }
   child_process& process() { return *process_; }
   bool running() { return process_->running(); }
   const std::string& config_path() const { return config_path_; }
@@ -60,6 +63,7 @@ class gateway_process {
   std::string config_path_;
   std::unique_ptr<child_process> process_;
   std::uint16_t port_ = 0;
+  std::uint16_t admin_port_ = 0;
 };
 
 // The seed route's six calls, in call order (call name == downstream name == mock path).

@@ -1,0 +1,103 @@
+#include "gateway/config/config_json.hpp"
+
+namespace gateway {
+
+std::string format_duration(microseconds d) {
+  const auto us = d.count();
+  if (us != 0 && us % 60'000'000 == 0) return std::to_string(us / 60'000'000) + "m";
+  if (us != 0 && us % 1'000'000 == 0) return std::to_string(us / 1'000'000) + "s";
+  if (us % 1'000 == 0) return std::to_string(us / 1'000) + "ms";
+  return std::to_string(us) + "us";
+}
+
+namespace {
+
+std::string address(const listen_address& a) {
+  return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
+}
+
+nlohmann::json downstream_json(const downstream_settings& d) {
+  nlohmann::json j;
+  if (d.kind == downstream_kind::http) {
+    j["kind"] = "http";
+    j["url"] = d.url;
+    j["max_connections"] = d.max_connections;
+    j["idle_timeout"] = format_duration(d.idle_timeout);
+  } else {
+    const auto& sql = d.sql;
+    j["kind"] = "sql";
+    if (sql.driver == sql_driver::sqlite) {
+      j["driver"] = "sqlite";
+      j["database"] = sql.database;
+    } else {
+      j["driver"] = "postgres";
+      j["dsn"] = redacted;  // may hold a password, whether or not it came from ${ENV}
+    }
+    j["pool_size"] = sql.pool_size;
+    j["permits"] = sql.effective_permits();
+    j["max_waiting"] = sql.max_waiting;
+    j["query"] = sql.query;
+  }
+  j["connect_timeout"] = format_duration(d.connect_timeout);
+  j["max_response_bytes"] = d.max_response_bytes;
+  return j;
+}
+
+nlohmann::json route_json(const route_settings& r) {
+  nlohmann::json j;
+  j["path"] = r.path;
+  j["method"] = r.method;
+  j["deadline"] = format_duration(r.deadline);
+  j["response"] = r.response == response_shape::array ? "array" : "object";
+  j["params"] = nlohmann::json::object();
+  for (const auto& p : r.params) {
+    nlohmann::json param{{"required", p.required}};
+    if (!p.pattern.empty()) param["pattern"] = p.pattern;
+    j["params"][p.name] = std::move(param);
+  }
+  j["calls"] = nlohmann::json::array();
+  for (const auto& c : r.calls) {
+    nlohmann::json call{{"name", c.name}, {"downstream", c.downstream}, {"required", c.required}};
+    if (!c.path.pieces().empty()) {
+      std::string path;
+      for (const auto& piece : c.path.pieces()) path += piece.is_param ? "{" + piece.text + "}" : piece.text;
+      call["path"] = path;
+    }
+    if (c.timeout) call["timeout"] = format_duration(*c.timeout);
+    if (!c.fields.empty()) call["fields"] = c.fields;
+    call["fallback"] = nlohmann::json::parse("{" + c.fallback_members + "}");
+    j["calls"].push_back(std::move(call));
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json effective_config_json(const gateway_config& c) {
+  nlohmann::json j;
+  j["source"] = c.source;
+  j["server"] = {{"listen", address(c.server.listen)},
+                 {"threads", c.server.threads},
+                 {"coroutine_stack", c.server.coroutine_stack}};
+  j["admin"] = {{"listen", address(c.admin.listen)},
+                {"stall_threshold", format_duration(c.admin.stall_threshold)}};
+  j["limits"] = {{"max_connections", c.limits.max_connections},
+                 {"max_inflight", c.limits.max_inflight},
+                 {"max_header_bytes", c.limits.max_header_bytes},
+                 {"max_body_bytes", c.limits.max_body_bytes},
+                 {"header_timeout", format_duration(c.limits.header_timeout)},
+                 {"idle_timeout", format_duration(c.limits.idle_timeout)},
+                 {"write_timeout", format_duration(c.limits.write_timeout)}};
+  j["shutdown"] = {{"drain_delay", format_duration(c.shutdown.drain_delay)},
+                   {"timeout", format_duration(c.shutdown.timeout)}};
+  j["log"] = {{"level", c.log.level},
+              {"access", c.log.access},
+              {"format", c.log.format == log_format::json ? "json" : "text"}};
+  j["downstreams"] = nlohmann::json::object();
+  for (const auto& d : c.downstreams) j["downstreams"][d.name] = downstream_json(d);
+  j["routes"] = nlohmann::json::array();
+  for (const auto& r : c.routes) j["routes"].push_back(route_json(r));
+  return j;
+}
+
+}  // namespace gateway

@@ -1,0 +1,18 @@
+#pragma once
+// The effective configuration (defaults filled in) as JSON, for the admin /config endpoint. Secrets are
+// redacted: database DSNs (they may hold passwords) and anything that came from ${ENV}.
+
+#include "gateway/config/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace gateway {
+
+inline constexpr const char* redacted = "<redacted>";
+
+nlohmann::json effective_config_json(const gateway_config& config);
+
+// "800ms", "2s", "500us": the largest unit that writes the duration exactly.
+std::string format_duration(microseconds d);
+
+}  // namespace gateway

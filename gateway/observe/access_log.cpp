@@ -1,0 +1,144 @@
+#include "gateway/observe/access_log.hpp"
+
+#include <poll.h>
+#include <spdlog/async.h>
+#include <spdlog/async_logger.h>
+#include <spdlog/sinks/base_sink.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <mutex>
+
+namespace gateway {
+
+namespace {
+
+constexpr auto write_patience = std::chrono::milliseconds(100);  // per line, when the fd is not writable
+constexpr auto stuck_pause = std::chrono::seconds(1);            // after a stuck write, drop without waiting
+
+void append_time(std::string& out, std::chrono::system_clock::time_point t) {
+  const auto since = t.time_since_epoch();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - seconds).count();
+  const std::time_t tt = static_cast<std::time_t>(seconds.count());
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buffer[40];
+  const auto n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
+  out.append(buffer, n);
+  std::snprintf(buffer, sizeof buffer, ".%03dZ", static_cast<int>(millis));
+  out += buffer;
+}
+
+void append_json_string(std::string& out, std::string_view value) {
+  out += nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string format_access_line(const access_entry& e, log_format format) {
+  std::string line;
+  line.reserve(256);
+  char duration[32];
+  std::snprintf(duration, sizeof duration, "%.3f", e.duration_ms);
+  if (format == log_format::json) {
+    line += "{\"time\":\"";
+    append_time(line, e.time);
+    line += "\",\"request_id\":";
+    append_json_string(line, e.request_id);
+    line += ",\"method\":";
+    append_json_string(line, e.method);
+    line += ",\"route\":";
+    append_json_string(line, e.route);
+    line += ",\"status\":" + std::to_string(e.status);
+    line += ",\"duration_ms\":";
+    line += duration;
+    line += ",\"degraded\":[";
+    std::string_view rest = e.degraded;
+    bool first = true;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      if (!first) line += ',';
+      first = false;
+      append_json_string(line, rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    line += "],\"bytes\":" + std::to_string(e.bytes);
+    line += ",\"client\":";
+    append_json_string(line, e.client);
+    line += '}';
+  } else {
+    append_time(line, e.time);
+    line.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
+    line.append(" ").append(e.method).append(" ").append(e.route);
+    line.append(" ").append(std::to_string(e.status)).append(" ").append(duration).append("ms");
+    line.append(" degraded=").append(e.degraded.empty() ? "-" : e.degraded);
+    line.append(" bytes=").append(std::to_string(e.bytes));
+    line.append(" client=").append(e.client);
+  }
+  return line;
+}
+
+// Writes formatted lines to a file descriptor without ever blocking for long.
+struct access_log::sink final : spdlog::sinks::base_sink<std::mutex> {
+  explicit sink(int fd) : fd_(fd) {}
+  std::atomic<std::uint64_t> dropped{0};
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < stuck_until_) {
+      dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    line_.assign(msg.payload.data(), msg.payload.size());
+    line_ += '\n';
+    std::size_t done = 0;
+    while (done < line_.size()) {
+      pollfd p{fd_, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(write_patience.count()));
+      if (ready <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
+        if (ready < 0 && errno == EINTR) continue;
+        stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
+        break;
+      }
+      const auto n = ::write(fd_, line_.data() + done, line_.size() - done);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {  // ENOSPC, EPIPE, EBADF...: drop and try again later
+        stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (done < line_.size()) dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+  void flush_() override {}
+
+ private:
+  int fd_;
+  std::string line_;
+  std::chrono::steady_clock::time_point stuck_until_{};
+};
+
+access_log::access_log(log_format format, int fd) : format_(format), sink_(std::make_shared<sink>(fd)) {
+  pool_ = std::make_shared<spdlog::details::thread_pool>(8192, 1);
+  logger_ = std::make_shared<spdlog::async_logger>("access", sink_, pool_,
+                                                   spdlog::async_overflow_policy::overrun_oldest);
+  logger_->set_pattern("%v");
+  logger_->set_level(spdlog::level::info);
+}
+
+access_log::~access_log() = default;
+
+void access_log::write(const access_entry& entry) {
+  logger_->info(format_access_line(entry, format_));
+}
+
+std::uint64_t access_log::dropped() const {
+  return sink_->dropped.load(std::memory_order_relaxed);
+}
+
+}  // namespace gateway

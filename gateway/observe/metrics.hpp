@@ -1,0 +1,71 @@
+#pragma once
+// The gateway's request metrics. Each I/O thread records into its own worker_metrics with relaxed
+// atomics (no contention, no locks on the hot path); a scrape merges all workers. Label sets are fixed
+// by the configuration (routes, calls, downstreams) plus a short list of status codes, so cardinality
+// stays low whatever the traffic.
+
+#include "gateway/config/config.hpp"
+#include "gateway/core/histogram.hpp"
+#include "gateway/downstream/call_result.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gateway {
+
+class prometheus_writer;
+
+enum class shed_reason : std::uint8_t { max_inflight, max_connections, count };
+
+class worker_metrics {
+ public:
+  worker_metrics(const gateway_config& config);
+
+  // route: index into config.routes, or -1 when no route matched.
+  void request_done(int route, unsigned status, clock::duration elapsed);
+  void call_done(std::size_t downstream, call_outcome outcome, clock::duration latency) {
+    call_duration_[downstream * outcome_count + static_cast<std::size_t>(outcome)].observe(latency);
+  }
+  void degraded_response(std::size_t route) { bump(degraded_[route]); }
+  void fallback(std::size_t route, std::size_t call) { bump(fallbacks_[call_offset_[route] + call]); }
+  void client_disconnect() { bump(disconnects_); }
+  void shed(shed_reason why) { bump(shed_[static_cast<std::size_t>(why)]); }
+  void loop_lag(clock::duration lag) { loop_lag_.observe(lag); }
+  void coroutine_started() { coroutines_.fetch_add(1, std::memory_order_relaxed); }
+  void coroutine_ended() { coroutines_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  friend class metrics_registry;
+  static constexpr std::size_t outcome_count = 5;
+  using counter = std::atomic<std::uint64_t>;
+  static void bump(counter& c) { c.fetch_add(1, std::memory_order_relaxed); }
+
+  std::vector<histogram> request_duration_;  // [(route + 1) * status_slots + slot]
+  std::vector<histogram> call_duration_;     // [downstream * outcome_count + outcome]
+  std::vector<counter> degraded_;            // per route
+  std::vector<counter> fallbacks_;           // per route call, flattened
+  std::vector<std::size_t> call_offset_;     // first fallbacks_ index of each route
+  counter disconnects_{0};
+  std::array<counter, static_cast<std::size_t>(shed_reason::count)> shed_{};
+  std::atomic<std::int64_t> coroutines_{0};
+  histogram loop_lag_;
+};
+
+class metrics_registry {
+ public:
+  metrics_registry(const gateway_config& config, std::size_t workers);
+
+  worker_metrics& worker(std::size_t i) { return *workers_[i]; }
+
+  // Appends the request, call, shedding, coroutine and event-loop families.
+  void render(prometheus_writer& out, std::size_t active_requests) const;
+
+ private:
+  const gateway_config& config_;
+  std::vector<std::unique_ptr<worker_metrics>> workers_;
+};
+
+}  // namespace gateway
