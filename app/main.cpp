@@ -1,6 +1,7 @@
 // gateway: parse arguments, load the configuration, run the server until SIGTERM/SIGINT.
 
 #include "gateway/config/config_loader.hpp"
+#include "gateway/observe/logging.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/server/server.hpp"
 
@@ -35,15 +36,16 @@ int run(const std::string& file) {
     for (const auto& e : result.errors) std::cerr << gateway::format_config_error(file, e) << '\n';
     return 2;
   }
-  spdlog::set_level(spdlog::level::from_str(result.config->log.level));
-
-  // Signals are taken synchronously by a dedicated thread, so no handler runs on an I/O thread.
+  // Signals are taken synchronously by a dedicated thread, so no handler runs on an I/O thread. They are
+  // blocked before any thread starts (threads inherit the mask), else one of them could take SIGTERM.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  gateway::setup_diagnostic_log(result.config->log.format, result.config->log.level);
+
   spdlog::info("open-file limit: {}", gateway::raise_open_file_limit());
 
   std::unique_ptr<gateway::server> srv;
@@ -96,7 +98,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 3 && arg == "--check") return check(argv[2]);
-  if (argc == 3 && arg == "--config") return run(argv[2]);
+  if (argc == 3 && arg == "--config") {
+    const int code = run(argv[2]);
+    spdlog::shutdown();  // writes what the asynchronous log still holds (bounded: its sink never waits long)
+    return code;
+  }
   std::cerr << usage;
   return 2;
 }

@@ -4,7 +4,7 @@
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/http_downstream.hpp"
-#include "gateway/observe/access_log.hpp"
+#include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/prometheus.hpp"

@@ -6,7 +6,7 @@
 // cancels all of its downstream calls and nothing is written.
 
 #include "gateway/config/config.hpp"
-#include "gateway/observe/access_log.hpp"
+#include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/server/request_handler.hpp"
 

@@ -1,9 +1,11 @@
-#include "gateway/observe/access_log.hpp"
+#include "gateway/observe/logging.hpp"
 
 #include <poll.h>
 #include <spdlog/async.h>
 #include <spdlog/async_logger.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -83,8 +85,9 @@ std::string format_access_line(const access_entry& e, log_format format) {
 }
 
 // Writes formatted lines to a file descriptor without ever blocking for long.
-struct access_log::sink final : spdlog::sinks::base_sink<std::mutex> {
-  explicit sink(int fd) : fd_(fd) {}
+class fd_sink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit fd_sink(int fd) : fd_(fd) {}
   std::atomic<std::uint64_t> dropped{0};
 
  protected:
@@ -94,8 +97,9 @@ struct access_log::sink final : spdlog::sinks::base_sink<std::mutex> {
       dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    line_.assign(msg.payload.data(), msg.payload.size());
-    line_ += '\n';
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);  // the pattern ends with a newline
+    line_.assign(formatted.data(), formatted.size());
     std::size_t done = 0;
     while (done < line_.size()) {
       pollfd p{fd_, POLLOUT, 0};
@@ -123,11 +127,11 @@ struct access_log::sink final : spdlog::sinks::base_sink<std::mutex> {
   std::chrono::steady_clock::time_point stuck_until_{};
 };
 
-access_log::access_log(log_format format, int fd) : format_(format), sink_(std::make_shared<sink>(fd)) {
+access_log::access_log(log_format format, int fd) : format_(format), sink_(std::make_shared<fd_sink>(fd)) {
   pool_ = std::make_shared<spdlog::details::thread_pool>(8192, 1);
   logger_ = std::make_shared<spdlog::async_logger>("access", sink_, pool_,
                                                    spdlog::async_overflow_policy::overrun_oldest);
-  logger_->set_pattern("%v");
+  logger_->set_pattern("%v", spdlog::pattern_time_type::utc);
   logger_->set_level(spdlog::level::info);
 }
 
@@ -139,6 +143,39 @@ void access_log::write(const access_entry& entry) {
 
 std::uint64_t access_log::dropped() const {
   return sink_->dropped.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+// %* in a pattern: the message as a JSON string.
+class json_message final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string text;
+    append_json_string(text, std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<json_message>(); }
+};
+
+}  // namespace
+
+void setup_diagnostic_log(log_format format, const std::string& level) {
+  auto target = std::make_shared<fd_sink>(2);
+  auto pool = std::make_shared<spdlog::details::thread_pool>(8192, 1);
+  spdlog::details::registry::instance().set_tp(pool);  // keeps the pool alive with the registry
+  auto logger = std::make_shared<spdlog::async_logger>("gateway", target, pool,
+                                                       spdlog::async_overflow_policy::overrun_oldest);
+  auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  if (format == log_format::json) {
+    formatter->add_flag<json_message>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","message":%*})");
+  } else {
+    formatter->set_pattern("[%Y-%m-%dT%H:%M:%S.%eZ] [%l] %v");
+  }
+  logger->set_formatter(std::move(formatter));
+  logger->set_level(spdlog::level::from_str(level));
+  spdlog::set_default_logger(std::move(logger));
 }
 
 }  // namespace gateway

@@ -1,14 +1,16 @@
 #pragma once
-// One line per request on stdout, JSON or text, through an asynchronous spdlog logger. The I/O thread
-// only formats the line and enqueues it; when the queue is full the oldest line is dropped. The writer
-// thread never waits long either: stdout that stays unwritable (a full pipe, a stuck terminal) or fails
-// (a full disk, a closed pipe) costs dropped lines, counted, never a stalled or stopped gateway.
+// Logging that never blocks an I/O thread: the access log (one line per request on stdout) and the
+// diagnostic log (stderr) both go through asynchronous spdlog loggers. The caller only formats the line
+// and enqueues it; when the queue is full the oldest line is dropped. The writer thread never waits long
+// either: an output that stays unwritable (a full pipe, a stuck terminal) or fails (a full disk, a closed
+// pipe) costs dropped lines, counted, never a stalled or stopped gateway.
 
 #include "gateway/config/config.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace spdlog {
@@ -19,6 +21,8 @@ class thread_pool;
 }  // namespace spdlog
 
 namespace gateway {
+
+class fd_sink;
 
 struct access_entry {
   std::chrono::system_clock::time_point time;
@@ -44,12 +48,14 @@ class access_log {
   std::uint64_t dropped() const;
 
  private:
-  struct sink;
   log_format format_;
-  std::shared_ptr<sink> sink_;
+  std::shared_ptr<fd_sink> sink_;
   std::shared_ptr<spdlog::details::thread_pool> pool_;  // outlives the logger: drains its queue on exit
   std::shared_ptr<spdlog::logger> logger_;
 };
+
+// Installs the diagnostic logger (stderr, asynchronous, `format` json or text) as spdlog's default.
+void setup_diagnostic_log(log_format format, const std::string& level);
 
 // The line without its newline (exposed for tests).
 std::string format_access_line(const access_entry& entry, log_format format);
