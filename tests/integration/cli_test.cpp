@@ -2,6 +2,7 @@
 // --help answer and exit.
 
 #include "tests/support/offer_checks.hpp"
+#include "tests/support/text_edit.hpp"
 
 #include <sstream>
 
@@ -9,22 +10,6 @@ using namespace test_support;
 using namespace std::chrono_literals;
 
 namespace {
-
-// 1-based number of the first line of `text` containing `needle`, 0 if none.
-int line_of(const std::string& text, const std::string& needle) {
-  std::istringstream in(text);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n)
-    if (line.find(needle) != std::string::npos) return n;
-  return 0;
-}
-
-// Replaces the first occurrence of `from` with `to`.
-std::string replace_once(std::string text, const std::string& from, const std::string& to) {
-  auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 // Every "FILE:LINE:COL: message" line of `out` about `file`, as (line, col).
 std::vector<std::pair<int, int>> reported_positions(const std::string& out, const std::string& file) {
