@@ -42,6 +42,12 @@ psql=(psql -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres)
 cat >"$work/gateway.yaml" <<YAML
 server:
   listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+shutdown:
+  drain_delay: 0s
+log:
+  access: false
 downstreams:
   inventory:
     kind: sql
@@ -63,8 +69,8 @@ routes:
 YAML
 "$bin/gateway" --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
 gw=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$work/gateway.out" && break; sleep 0.05; done
-url="http://127.0.0.1:$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/db?sku=A1"
+for _ in $(seq 1 100); do grep -q "admin listening on" "$work/gateway.out" && break; sleep 0.05; done
+url="http://127.0.0.1:$(sed -n 's/^gateway listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/db?sku=A1"
 
 # Sampler: queries of the gateway running at once, as the server sees them.
 (
