@@ -58,9 +58,6 @@ int run(const std::string& file) {
   const auto ep = srv->local_endpoint();
   const auto admin = srv->admin_endpoint();
   spdlog::info("gateway {} on {} I/O threads", GATEWAY_VERSION, srv->threads());
-  std::printf("gateway listening on %s:%u\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
-              ep.port(), admin.address().to_string().c_str(), admin.port());
-  std::fflush(stdout);
 
   // First signal: graceful drain. Second: stop at once (in-flight requests cancelled).
   std::atomic<bool> finished{false};
@@ -75,7 +72,11 @@ int run(const std::string& file) {
     spdlog::info("signal {} received again: stopping now", sig);
     srv->stop();
   });
-  srv->run();
+  srv->run([&] {
+    std::printf("gateway listening on %s:%u\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
+                ep.port(), admin.address().to_string().c_str(), admin.port());
+    std::fflush(stdout);
+  });
   // Wake the signal thread if it still waits.
   finished = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);

@@ -1,5 +1,6 @@
 #include "gateway/observe/prometheus.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -52,9 +53,9 @@ void prometheus_writer::number(double value) {
   } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
     out_ += std::to_string(static_cast<long long>(value));
   } else {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.9g", value);
-    out_ += buffer;
+    char buffer[32];  // the shortest text that reads back as the same double
+    const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+    out_.append(buffer, end);
   }
 }
 

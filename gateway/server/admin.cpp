@@ -10,7 +10,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -47,8 +46,10 @@ struct admin_server::impl {
     beast::flat_buffer buffer(16 * 1024);
     error_code ec;
     while (!stopping) {
-      http::request_parser<http::empty_body> parser;
+      http::request_parser<http::string_body>
+          parser;  // a body is read (and ignored) so that it can be refused
       parser.header_limit(8 * 1024);
+      parser.body_limit(64 * 1024);
       stream.expires_after(io_timeout);
       http::async_read(stream, buffer, parser, yield[ec]);
       if (ec) break;

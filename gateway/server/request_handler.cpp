@@ -73,6 +73,11 @@ request_handler::request_handler(const gateway_config& config, std::vector<std::
                                  metrics_registry& metrics)
     : config_(config), router_(config.routes), targets_(std::move(targets)), metrics_(metrics) {}
 
+int request_handler::route_index(std::string_view method, std::string_view target) const {
+  const auto found = router_.find(method, target);
+  return found.status == 200 ? static_cast<int>(found.index) : -1;
+}
+
 outbound_response request_handler::handle(const inbound_request& request, std::size_t worker,
                                           request_control& control, boost::asio::yield_context yield) const {
   std::string request_id = make_request_id(request.request_id);
@@ -118,13 +123,15 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     auto results = calls.run(fr, yield);
     control.detach();
 
-    bool degraded = false;
-    for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (results[i].ok()) continue;
-      degraded = true;
-      metrics.fallback(found.index, i);
+    if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
+      bool degraded = false;
+      for (std::size_t i = 0; i < route.calls.size(); ++i) {
+        if (results[i].ok()) continue;
+        degraded = true;
+        metrics.fallback(found.index, i);
+      }
+      if (degraded) metrics.degraded_response(found.index);
     }
-    if (degraded) metrics.degraded_response(found.index);
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].ok()) continue;
       const bool timed_out = results[i].outcome == call_outcome::timeout;

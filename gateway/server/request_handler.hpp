@@ -59,6 +59,8 @@ class request_handler {
 
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
+  // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
+  int route_index(std::string_view method, std::string_view target) const;
 
  private:
   const gateway_config& config_;

@@ -43,9 +43,11 @@ struct worker {
 };
 
 // The answer to a connection beyond limits.max_connections, written without waiting.
-constexpr std::string_view overloaded_response =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 42\r\n"
-    "Retry-After: 1\r\nConnection: close\r\n\r\n{\"error\":\"overloaded: too many connections\"}";
+const std::string overloaded_response = [] {
+  const std::string body = R"({"error":"overloaded: too many connections"})";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+}();
 
 }  // namespace
 
@@ -70,7 +72,6 @@ struct server::impl {
 
   void accept_loop(net::yield_context yield) {
     net::steady_timer backoff(yield.get_executor());
-    started = true;
     while (!stopping && !state.closing) {
       auto& target = *workers[next_worker];
       const std::size_t index = next_worker;
@@ -326,7 +327,7 @@ std::size_t server::threads() const {
   return impl_->workers.size();
 }
 
-void server::run() {
+void server::run(const std::function<void()>& on_started) {
   net::spawn(
       impl_->workers.front()->ioc, [this](net::yield_context yield) { impl_->accept_loop(yield); },
       [](std::exception_ptr e) {
@@ -335,7 +336,9 @@ void server::run() {
         if (e) std::rethrow_exception(e);
       });
   for (std::size_t i = 0; i < impl_->workers.size(); ++i) impl_->start_heartbeat(i);
+  impl_->started = true;  // the listener has been listening since construction; the accept loop is queued
   impl_->admin->start();
+  if (on_started) on_started();
   std::vector<std::thread> threads;
   for (std::size_t i = 1; i < impl_->workers.size(); ++i) {
     threads.emplace_back([this, i] {

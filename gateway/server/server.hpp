@@ -7,6 +7,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <functional>
 #include <memory>
 
 namespace gateway {
@@ -25,7 +26,8 @@ class server {
   std::size_t threads() const;
 
   // Runs the I/O threads (the calling thread is one of them) until stop() and the work has drained.
-  void run();
+  // `on_started` runs once the gateway is started (/startupz answers 200), before serving begins.
+  void run(const std::function<void()>& on_started = {});
   // Graceful drain (first SIGTERM): /readyz turns 503 at once; after shutdown.drain_delay the listener
   // closes, kept-alive connections get "Connection: close", idle ones are closed; when the last
   // connection has gone, or shutdown.timeout after the drain began, stop(). Thread-safe, idempotent.

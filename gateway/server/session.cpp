@@ -192,6 +192,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
       ctx.metrics->shed(shed_reason::max_inflight);
       outbound_response r;
+      r.route = ctx.handler->route_index(in.method, in.target);
       r.status = 503;
       r.body = error_body("overloaded: too many requests in flight");
       r.request_id = make_request_id(in.request_id);
@@ -211,6 +212,8 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     if (watch.peer_closed() || control.reason() == cancel_reason::client_gone) {
       ctx.metrics->client_disconnect();
       response.status = 499;  // nginx's "client closed request", for the log and the metrics only
+      response.body.clear();  // nothing was written
+      response.degraded.clear();
       finish(response, in.method, started);
       break;
     }
