@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
@@ -36,6 +37,15 @@ void append_time(std::string& out, std::chrono::system_clock::time_point t) {
 }
 
 void append_json_string(std::string& out, std::string_view value) {
+  // Fast path for the common case (ids, routes, addresses): printable ASCII without quote or backslash.
+  const bool plain = std::all_of(value.begin(), value.end(),
+                                 [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (plain) {
+    out += '"';
+    out.append(value);
+    out += '"';
+    return;
+  }
   out += nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
