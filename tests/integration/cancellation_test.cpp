@@ -8,12 +8,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> all_hang_args() {
-  std::vector<std::string> args = {"--delay", "10ms"};
-  for (const auto& call : seed_calls) args.insert(args.end(), {"--path", call + "=hang"});
-  return args;
-}
-
 // Sends one request and waits until the mock has received all six calls.
 void start_request_and_wait_for_calls(http_connection& conn, mock_downstream& mock, const std::string& sku) {
   conn.send_request("GET", offer_target(sku));
@@ -30,7 +24,7 @@ void restore_all(mock_downstream& mock) {
 }  // namespace
 
 TEST_CASE("client closing mid-request cancels all six calls at once", "[cancel]") {
-  mock_downstream mock(all_hang_args());
+  mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
   cfg.deadline = "5s";
   gateway_process gw(cfg.yaml());
@@ -54,7 +48,7 @@ TEST_CASE("client closing mid-request cancels all six calls at once", "[cancel]"
 }
 
 TEST_CASE("client resetting its connection mid-request cancels all calls", "[cancel]") {
-  mock_downstream mock(all_hang_args());
+  mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
   cfg.deadline = "5s";
   gateway_process gw(cfg.yaml());
@@ -71,7 +65,7 @@ TEST_CASE("client resetting its connection mid-request cancels all calls", "[can
 }
 
 TEST_CASE("client half-closing mid-request: calls cancelled and nothing written back", "[cancel]") {
-  mock_downstream mock(all_hang_args());
+  mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
   cfg.deadline = "3s";
   gateway_process gw(cfg.yaml());
@@ -92,7 +86,7 @@ TEST_CASE("client half-closing mid-request: calls cancelled and nothing written 
 }
 
 TEST_CASE("many clients leaving mid-request leave no calls behind", "[cancel]") {
-  mock_downstream mock(all_hang_args());
+  mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
   cfg.deadline = "5s";
   gateway_process gw(cfg.yaml());
@@ -118,7 +112,7 @@ TEST_CASE("many clients leaving mid-request leave no calls behind", "[cancel]") 
 }
 
 TEST_CASE("SIGTERM with requests in flight: the gateway exits 0 and leaves no call behind", "[cancel]") {
-  mock_downstream mock(all_hang_args());
+  mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
   cfg.deadline = "1s";
   gateway_process gw(cfg.yaml());

@@ -53,6 +53,14 @@ inline void check_fallback_entry(const nlohmann::json& entry, const std::string&
             {"priceCent", fallback_price}, {"stock", fallback_stock}, {"source", call}, {"degraded", true}});
 }
 
+// mock-downstream arguments that make every seed path hang (accept, read, never answer); `delay` is the
+// default delay of any other path.
+inline std::vector<std::string> all_hang_args(const std::string& delay) {
+  std::vector<std::string> args = {"--delay", delay};
+  for (const auto& call : seed_calls) args.insert(args.end(), {"--path", call + "=hang"});
+  return args;
+}
+
 inline std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ",") + n;

@@ -1,0 +1,324 @@
+// The gateway under pressure and at its end: load shedding beyond max_inflight and max_connections, a
+// graceful drain under continuous keep-alive load, and the access log (including a stdout nobody reads).
+// Slow request heads (header_timeout) and oversized ones (431) are covered in limits_test.cpp and
+// protocol_test.cpp.
+
+#include "tests/support/load_clients.hpp"
+#include "tests/support/offer_checks.hpp"
+#include "tests/support/prometheus_text.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace test_support;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int drain_clients = 200;
+
+// An access log line on the gateway's stdout containing `needle`.
+std::string access_line(gateway_process& gw, const std::string& needle) {
+  auto found = gw.process().wait_for_line(std::regex("^.*" + needle + ".*$"), 5s);
+  INFO("stdout so far:\n" << gw.process().stdout_text().substr(0, 4000));
+  REQUIRE(found);
+  return (*found)[0];
+}
+
+std::string with_log(const seed_config& cfg, const std::string& format) {
+  return cfg.yaml() + "log:\n  access: true\n  format: " + format + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("requests beyond max_inflight are shed at once with 503 and no downstream call", "[shed]") {
+  mock_downstream mock(all_hang_args("5ms"));
+  seed_config cfg{mock.url()};
+  cfg.deadline = "3s";
+  cfg.limits = "  max_inflight: 2\n";
+  gateway_process gw(cfg.yaml());
+
+  http_connection first(gw.port()), second(gw.port());
+  first.send_request("GET", offer_target("S1"));
+  second.send_request("GET", offer_target("S2"));
+  auto stats = mock.wait_stats([&](const auto& s) { return sum_over_calls(mock, s, "requests") == 12; });
+  REQUIRE(sum_over_calls(mock, stats, "requests") == 12);
+
+  http_connection third(gw.port());
+  const auto start = steady_clock::now();
+  auto shed = third.get(offer_target("S3"), {}, 3s);
+  const auto took = elapsed_since(start);
+  INFO("answered in " << took.count() << " ms");
+  check_error(shed, 503);
+  CHECK(shed.header("retry-after").value_or("") == "1");
+  CHECK(shed.json().value("error", "").find("overloaded") == 0);
+  CHECK(took < 500ms);  // the deadline is 3 s: the answer did not wait for anything
+  CHECK(sum_over_calls(mock, mock.stats(), "requests") == 12);
+
+  // Once the two leave (their calls are cancelled), the same kept-alive connection is served again.
+  first.close();
+  second.close();
+  for (const auto& call : seed_calls) mock.set_mode(call, "ok", "5ms");
+  http_response res;
+  for (const auto until = steady_clock::now() + 3s; steady_clock::now() < until;) {
+    res = third.get(offer_target("S4"), {}, 3s);
+    if (res.status != 503) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  check_offer(res, "S4");
+  check_clean_exit(gw);
+}
+
+TEST_CASE("connections beyond max_connections are shed with 503, Retry-After and a close", "[shed]") {
+  mock_downstream mock({"--delay", "5ms"});
+  seed_config cfg{mock.url()};
+  cfg.limits = "  max_connections: 3\n";
+  gateway_process gw(cfg.yaml());
+
+  std::vector<http_connection> held;
+  for (int i = 0; i < 3; ++i) {
+    held.emplace_back(gw.port());
+    check_error(held.back().get("/warm-up"), 404);  // accepted and counted
+  }
+  http_connection extra(gw.port());
+  std::string received;
+  CHECK(extra.wait_closed_by_peer(3s, &received));
+  auto shed = parse_raw_response(received);
+  INFO("received: " << received);
+  CHECK(shed.complete);
+  CHECK(shed.problem.empty());
+  CHECK(shed.status == 503);
+  CHECK(shed.close);
+  CHECK(shed.head.find("\r\nRetry-After: 1\r\n") != std::string::npos);
+  CHECK(nlohmann::json::accept(shed.body));
+
+  // The held connections are unaffected; closing one makes room for a new one.
+  check_error(held.front().get("/warm-up"), 404);
+  held.pop_back();
+  http_response res;
+  for (const auto until = steady_clock::now() + 3s; steady_clock::now() < until;) {
+    res = http_get(gw.port(), offer_target("M1"));
+    if (res.status != 503) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  check_offer(res, "M1");
+  check_clean_exit(gw);
+}
+
+TEST_CASE("drain under continuous keep-alive load: every accepted request completes, then exit 0",
+          "[drain][load]") {
+  mock_downstream mock({"--delay", "150ms", "--threads", "2"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "2s";
+  gateway_process gw(cfg.yaml() + "shutdown:\n  drain_delay: 1s\n  timeout: 10s\n");
+
+  drain_run run(gw.port(), drain_clients);
+  const auto start = steady_clock::now();
+  steady_clock::time_point signalled_at;
+  std::optional<milliseconds> exited_after;
+  for (;;) {
+    const auto now = steady_clock::now();
+    if (!run.signalled && run.all_answered(2) && now - start >= 1s) {
+      run.inflight_at_signal = run.in_flight();
+      REQUIRE(::kill(gw.process().pid(), SIGTERM) == 0);
+      run.signalled = true;
+      signalled_at = now;
+    }
+    if (!run.signalled && now - start > 30s) FAIL("the clients were not all served twice within 30 s");
+    if (run.signalled && !exited_after && !gw.running())
+      exited_after = std::chrono::duration_cast<milliseconds>(now - signalled_at);
+    if ((run.all_done() && exited_after) || (run.signalled && now - signalled_at > 15s)) break;
+    run.poll_once(10ms);
+  }
+  run.close_all("still open 15 s after SIGTERM");
+
+  auto status = gw.process().wait_exit(5s);
+  std::string failures;
+  for (std::size_t i = 0; i < run.failures.size() && i < 20; ++i) failures += run.failures[i] + "\n";
+  WARN("drain: " << drain_clients << " clients; " << run.inflight_at_signal
+                 << " requests in flight at SIGTERM; " << run.answered_before << " answered before, "
+                 << run.answered_during << " during the drain; " << run.not_accepted
+                 << " not accepted (closed before any byte); " << run.refused << " reconnects refused; "
+                 << run.failures.size() << " failures; exit "
+                 << (exited_after ? std::to_string(exited_after->count()) + " ms" : std::string("not seen"))
+                 << " after SIGTERM");
+  INFO(failures << "gateway stderr (tail):\n"
+                << [&] {
+                     auto err = gw.process().stderr_text();
+                     return err.size() > 3000 ? err.substr(err.size() - 3000) : err;
+                   }());
+  CHECK(run.failures.empty());
+  CHECK(run.inflight_at_signal > 0);
+  CHECK(run.answered_during > 0);
+  CHECK(run.refused == drain_clients);  // every client ends on a refused connection, none on a failure
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+  REQUIRE(exited_after);
+  CHECK(*exited_after < 1s + 2s + 3s);  // drain_delay + the longest deadline + margin
+}
+
+TEST_CASE("drain: shutdown.timeout cancels the requests still running and the gateway exits 0", "[drain]") {
+  mock_downstream mock(all_hang_args("5ms"));
+  seed_config cfg{mock.url()};
+  cfg.deadline = "30s";
+  gateway_process gw(cfg.yaml() + "shutdown:\n  drain_delay: 0s\n  timeout: 1s\n");
+  std::vector<http_connection> conns;
+  for (int i = 0; i < 3; ++i) {
+    conns.emplace_back(gw.port());
+    conns.back().send_request("GET", offer_target(numbered_sku("T", i)));
+  }
+  auto stats = mock.wait_stats([&](const auto& s) { return sum_over_calls(mock, s, "requests") == 18; });
+  REQUIRE(sum_over_calls(mock, stats, "requests") == 18);
+
+  const auto start = steady_clock::now();
+  auto status = gw.process().stop(SIGTERM, 5s);
+  const auto took = elapsed_since(start);
+  INFO("exited " << took.count() << " ms after SIGTERM");
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+  CHECK(took >= 900ms);
+  CHECK(took < 3000ms);
+  stats = mock.wait_stats([&](const auto& s) { return sum_over_calls(mock, s, "cancelled") == 18; });
+  CHECK(sum_over_calls(mock, stats, "cancelled") == 18);
+  for (auto& conn : conns) CHECK(conn.wait_closed_by_peer(1s));
+}
+
+TEST_CASE("drain: a second signal stops the gateway at once", "[drain]") {
+  mock_downstream mock(all_hang_args("5ms"));
+  seed_config cfg{mock.url()};
+  cfg.deadline = "30s";
+  gateway_process gw(cfg.yaml() + "shutdown:\n  drain_delay: 10s\n  timeout: 30s\n");
+  http_connection conn(gw.port());
+  conn.send_request("GET", offer_target("T9"));
+  mock.wait_stats([&](const auto& s) { return sum_over_calls(mock, s, "requests") == 6; });
+
+  REQUIRE(::kill(gw.process().pid(), SIGTERM) == 0);
+  http_response ready;
+  for (const auto until = steady_clock::now() + 2s; steady_clock::now() < until;) {
+    ready = http_get(gw.admin_port(), "/readyz");
+    if (ready.status == 503) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(ready.status == 503);  // the drain has begun
+  const auto start = steady_clock::now();
+  auto status = gw.process().stop(SIGTERM, 5s);
+  const auto took = elapsed_since(start);
+  INFO("exited " << took.count() << " ms after the second SIGTERM");
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+  CHECK(took < 2000ms);
+  CHECK(conn.wait_closed_by_peer(1s));
+}
+
+TEST_CASE("access log: one JSON line per request with id, route, status, duration, degraded, bytes, client",
+          "[access]") {
+  mock_downstream mock({"--delay", "5ms"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(with_log(cfg, "json"));
+  http_connection conn(gw.port());
+  const std::string client = "127.0.0.1:" + std::to_string(local_port(conn.fd()));
+
+  auto check_line = [&](const std::string& id, const http_response& res, const std::string& route,
+                        const nlohmann::json& degraded) {
+    const auto line = access_line(gw, "\"" + id + "\"");
+    INFO(line);
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(std::regex_match(j.value("time", ""), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    CHECK(j["request_id"] == id);
+    CHECK(j["method"] == "GET");
+    CHECK(j["route"] == route);
+    CHECK(j["status"] == res.status);
+    CHECK(j["duration_ms"].is_number());
+    CHECK(j.value("duration_ms", -1.0) >= 0);
+    CHECK(j["degraded"] == degraded);
+    CHECK(j["bytes"] == res.body.size());
+    CHECK(j["client"] == client);
+  };
+
+  auto ok = conn.get(offer_target("L1"), {{"X-Request-Id", "test-123"}});
+  check_offer(ok, "L1");
+  check_line("test-123", ok, "/api/offer/aggregate", nlohmann::json::array());
+
+  mock.set_mode("coupon", "fail");
+  auto degraded = conn.get(offer_target("L2"), {{"X-Request-Id", "test-456"}});
+  check_offer(degraded, "L2", {"coupon"});
+  check_line("test-456", degraded, "/api/offer/aggregate", nlohmann::json::array({"coupon"}));
+
+  auto unmatched = conn.get("/nowhere", {{"X-Request-Id", "test-789"}});
+  check_error(unmatched, 404);
+  check_line("test-789", unmatched, "unmatched", nlohmann::json::array());
+
+  // A client that leaves mid-request is logged with 499.
+  for (const auto& call : seed_calls) mock.set_mode(call, "hang");
+  const auto before = sum_over_calls(mock, mock.stats(), "requests");
+  {
+    http_connection leaving(gw.port());
+    leaving.send_request("GET", offer_target("L3"), {{"X-Request-Id", "test-gone"}});
+    mock.wait_stats([&](const auto& s) { return sum_over_calls(mock, s, "requests") == before + 6; });
+  }
+  const auto gone = nlohmann::json::parse(access_line(gw, "\"test-gone\""), nullptr, false);
+  CHECK(gone.value("status", 0) == 499);
+  check_clean_exit(gw);
+}
+
+TEST_CASE("access log: text format", "[access]") {
+  mock_downstream mock({"--delay", "5ms"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(with_log(cfg, "text"));
+  http_connection conn(gw.port());
+  const auto port = std::to_string(local_port(conn.fd()));
+
+  auto ok = conn.get(offer_target("T1"), {{"X-Request-Id", "txt-1"}});
+  check_offer(ok, "T1");
+  mock.set_mode("coupon", "fail");
+  auto degraded = conn.get(offer_target("T2"), {{"X-Request-Id", "txt-2"}});
+  check_offer(degraded, "T2", {"coupon"});
+
+  const std::string time = R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)";
+  const std::string tail = R"( [0-9]+\.[0-9]{3}ms degraded=)";
+  const auto first = access_line(gw, " txt-1 ");
+  INFO(first);
+  CHECK(std::regex_match(first, std::regex("^" + time + " txt-1 GET /api/offer/aggregate 200" + tail +
+                                           "- bytes=" + std::to_string(ok.body.size()) +
+                                           R"( client=127\.0\.0\.1:)" + port + "$")));
+  const auto second = access_line(gw, " txt-2 ");
+  INFO(second);
+  CHECK(std::regex_match(second, std::regex("^" + time + " txt-2 GET /api/offer/aggregate 200" + tail +
+                                            "coupon bytes=" + std::to_string(degraded.body.size()) +
+                                            R"( client=127\.0\.0\.1:)" + port + "$")));
+  check_clean_exit(gw);
+}
+
+TEST_CASE("access log: the gateway keeps answering promptly when nobody reads its stdout", "[access]") {
+  mock_downstream mock({"--delay", "0ms", "--threads", "2"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(with_log(cfg, "json"));  // nothing reads its stdout from here on: the pipe fills
+
+  constexpr int threads = 6;
+  constexpr int per_thread = 500;
+  const auto load = run_threaded_load(gw.port(), threads, per_thread, "P");
+  for (const auto& e : load.errors) CHECK(e.empty());
+  CHECK(load.answered == threads * per_thread);
+  INFO("slowest answer: " << load.slowest_ms << " ms");
+  CHECK(load.slowest_ms < 2000);
+
+  // The lines that did not fit are dropped and counted.
+  double dropped = 0;
+  for (const auto until = steady_clock::now() + 5s; dropped == 0 && steady_clock::now() < until;) {
+    dropped = total(parse_exposition(http_get(gw.admin_port(), "/metrics").body),
+                    "gateway_access_log_dropped_total");
+    if (dropped == 0) std::this_thread::sleep_for(50ms);
+  }
+  WARN("access log lines dropped while stdout was full: " << dropped);
+  CHECK(dropped > 0);
+  check_clean_exit(gw);
+}
