@@ -2,9 +2,8 @@
 // What one downstream call produced: a JSON object, or why there is none. Calls never throw for I/O
 // problems; they return one of these.
 
+#include "gateway/aggregate/json_object.hpp"
 #include "gateway/core/duration.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string_view>
@@ -25,7 +24,7 @@ struct call_result {
   call_outcome outcome = call_outcome::error;
   const char* detail = "";  // short static reason, e.g. "connect refused", "status 503"
   unsigned status = 0;      // HTTP status when one was received
-  nlohmann::json body;      // the JSON object when outcome == ok
+  json_object_text body;    // the JSON object when outcome == ok
   clock::duration latency{};
 
   bool ok() const { return outcome == call_outcome::ok; }

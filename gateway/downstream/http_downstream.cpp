@@ -167,9 +167,7 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
     result.detail = result.status >= 500 ? "status 5xx" : "status not 2xx";
     return exchange_status::done;
   }
-  result.body = nlohmann::json::parse(response.body(), nullptr, false);
-  if (result.body.is_discarded() || !result.body.is_object()) {
-    result.body = nullptr;
+  if (!parse_json_object(std::move(response.body()), result.body)) {
     result.outcome = call_outcome::error;
     result.detail = "body not a JSON object";
     return exchange_status::done;

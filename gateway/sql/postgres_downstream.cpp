@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <cstring>
@@ -286,7 +287,7 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
     slots_.put_broken(*slot);
     out.outcome = call_outcome::error;
     out.detail = detail;
-    out.body = nlohmann::json();
+    out.body = {};
     return std::move(out);
   };
   auto cancelled = [&] {
@@ -300,7 +301,7 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
     wake_.notify_one();
     out.outcome = call_outcome::cancelled;
     out.detail = "query cancelled";
-    out.body = nlohmann::json();
+    out.body = {};
     return std::move(out);
   };
 
@@ -338,7 +339,12 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
       case PGRES_SINGLE_TUPLE:
         if (!have_row && !failure) {
           have_row = true;
-          if (!row_to_json(res, 0, settings_.max_response_bytes, out.body)) failure = "row too large";
+          nlohmann::json row;
+          if (row_to_json(res, 0, settings_.max_response_bytes, row)) {
+            out.body = json_object_from(row);
+          } else {
+            failure = "row too large";
+          }
         }
         break;
       case PGRES_TUPLES_OK:
@@ -355,7 +361,7 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
   if (PQstatus(c.conn) != CONNECTION_OK) return broken("database connection lost");
   slots_.put_idle(*slot);
   if (failure) {
-    out.body = nlohmann::json();
+    out.body = {};
     out.detail = failure;
   } else if (!have_row) {
     out.detail = "no row";

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
 
 #include <stdexcept>
 #include <thread>
@@ -185,12 +186,12 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
     }
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-      r.body = nlohmann::json::object();
+      auto row = nlohmann::json::object();
       std::size_t bytes = 0;
       const int columns = sqlite3_column_count(st);
       for (int col = 0; col < columns; ++col) {
         const char* name = sqlite3_column_name(st, col);
-        auto& value = r.body[name ? name : ""];
+        auto& value = row[name ? name : ""];
         switch (sqlite3_column_type(st, col)) {
           case SQLITE_INTEGER:
             value = static_cast<std::int64_t>(sqlite3_column_int64(st, col));
@@ -219,9 +220,9 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
         }
       }
       if (bytes > settings_.max_response_bytes) {
-        r.body = nlohmann::json();
         r.detail = "row too large";
       } else {
+        r.body = json_object_from(row);
         r.outcome = call_outcome::ok;
       }
     } else if (rc == SQLITE_DONE) {

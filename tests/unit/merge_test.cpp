@@ -2,6 +2,7 @@
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 using namespace gateway;
 using nlohmann::json;
@@ -28,7 +29,7 @@ routes:
 call_result ok(json body) {
   call_result r;
   r.outcome = call_outcome::ok;
-  r.body = std::move(body);
+  r.body = json_object_from(body);
   return r;
 }
 
@@ -76,4 +77,14 @@ TEST_CASE("merged output is valid JSON whatever the strings hold") {
   CHECK(body[0]["priceCent"] == "\"\n\\\u0001");
   CHECK(body[1]["k\"ey"] == "\xC3\xA9");
   CHECK(merged.degraded.empty());
+}
+
+TEST_CASE("a key given twice keeps its last value; escaped keys match fields after decoding") {
+  const auto route = route_with("array");
+  call_result twice;
+  twice.outcome = call_outcome::ok;
+  REQUIRE(parse_json_object(R"({"priceCent":1,"x":0,"priceCent":2,"sour\u0063e":"spoofed"})", twice.body));
+  const auto merged = merge_results(route, {twice, failed(call_outcome::error), ok(json{{"k", 1}})});
+  const auto body = json::parse(merged.body);
+  CHECK(body[0] == json{{"source", "inventory"}, {"priceCent", 2}, {"degraded", false}});
 }
