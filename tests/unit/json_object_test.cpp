@@ -81,3 +81,49 @@ TEST_CASE("an in-memory object converts to the same text form") {
   REQUIRE(o.members.size() == 2);
   CHECK(nlohmann::json::parse(o.text) == nlohmann::json{{"priceCent", 12}, {"name", "é"}});
 }
+
+TEST_CASE("the scanner agrees with a full JSON parser on mutated inputs") {
+  // Byte-level mutations of realistic bodies: whatever the scanner accepts must be an object a full parser
+  // accepts, and the other way round; and the members it finds are the parser's.
+  const std::vector<std::string> seeds = {
+      R"({"sku":"A1","priceCent":1299,"stock":7,"tags":["x","y"],"meta":{"a":null,"b":true,"c":-1.5e-3}})",
+      R"({"k\"ey":"\u00e9\ud83d\ude00","n":[0,1,2,{"d":[]}],"e":""})",
+  };
+  const std::string alphabet = "{}[]\":,\\ueE.-+0159tfnarsl \x01\x7f\xc3\xa9\xff";
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = seeds[next() % seeds.size()];
+    const int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const auto at = next() % text.size();
+      switch (next() % 3) {
+        case 0:
+          text[at] = alphabet[next() % alphabet.size()];
+          break;
+        case 1:
+          text.erase(at, 1);
+          break;
+        default:
+          text.insert(at, 1, alphabet[next() % alphabet.size()]);
+      }
+    }
+    json_object_text scanned;
+    const bool ours = parse_json_object(text, scanned);
+    const auto parsed = nlohmann::json::parse(text, nullptr, false);
+    const bool theirs = !parsed.is_discarded() && parsed.is_object();
+    INFO(text);
+    REQUIRE(ours == theirs);
+    if (!ours) continue;
+    ++accepted;
+    for (const auto& member : scanned.members) CHECK(parsed.contains(scanned.decoded_key(member)));
+    CHECK(parsed.size() <= scanned.members.size());
+  }
+  CHECK(accepted > 100);  // the mutations do not only produce garbage
+}
