@@ -1,7 +1,7 @@
 #include "gateway/aggregate/merge.hpp"
 
 #include <algorithm>
-#include <deque>
+#include <list>
 #include <string_view>
 #include <unordered_set>
 
@@ -28,7 +28,7 @@ void append_json_string(std::string& out, const std::string& text) {
 std::vector<bool> members_to_keep(const json_object_text& body, const call_settings& call) {
   const auto& members = body.members;
   std::vector<bool> keep(members.size(), false);
-  std::deque<std::string> decoded;  // stable storage for keys that had escapes (rare)
+  std::list<std::string> decoded;  // stable storage for keys that had escapes (rare; empty costs nothing)
   std::vector<std::string_view> seen;
   std::unordered_set<std::string_view> seen_many;  // used instead of `seen` for large objects
   const bool many = members.size() > 16;
