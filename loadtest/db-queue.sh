@@ -3,7 +3,8 @@
 # PostgreSQL query sleeping SLEEP seconds, behind the semaphore (PERMITS) in front of the pool (POOL).
 # A throwaway PostgreSQL cluster is started on loopback; a sampler polls pg_stat_activity every 10 ms
 # for the number of queries running at once. Prints throughput, latency, degraded answers and the
-# maximum concurrency the server saw (it must never exceed PERMITS).
+# maximum concurrency the server saw (it must never exceed PERMITS). Requests rotate over SKUs A1..A10000
+# and every answer is checked by loadtest/lua/check-offers.lua (a one-entry array).
 # usage: loadtest/db-queue.sh [CONNS=1000] [SLEEP=0.02] [SECONDS=10] [PERMITS=24] [POOL=32] [DEADLINE=2s]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,7 +71,7 @@ YAML
 "$bin/gateway" --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
 gw=$!
 for _ in $(seq 1 100); do grep -q "admin listening on" "$work/gateway.out" && break; sleep 0.05; done
-url="http://127.0.0.1:$(sed -n 's/^gateway listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/db?sku=A1"
+url="http://127.0.0.1:$(sed -n 's/^gateway listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/db"
 
 # Sampler: queries of the gateway running at once, as the server sees them.
 (
@@ -88,13 +89,15 @@ sampler=$!
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 g0=$(cpu $gw)
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-wrk -t2 -c"$conns" -d"${secs}s" --latency -s loadtest/lua/count-degraded.lua "$url" >"$work/wrk.out" || true
+CHECK_ENTRIES=1 wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s --latency -s loadtest/lua/check-offers.lua \
+  "$url" >"$work/wrk.out" || true
 g1=$(cpu $gw)
 kill $sampler 2>/dev/null || true
 requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
 hz=$(getconf CLK_TCK)
 echo "connections $conns, query sleep ${sleep_s}s, permits $permits, pool $pool, deadline $deadline"
 echo "capacity limit: $(awk -v p="$permits" -v s="$sleep_s" 'BEGIN {printf "%.0f", p / s}') queries/s"
-grep -E "Requests/sec|50%|90%|99%|Socket errors|Non-2xx|answers:" "$work/wrk.out"
+grep -E "Requests/sec|50%|90%|99%|Socket errors|Non-2xx|^check:|^wrk:|^latency_ms:" "$work/wrk.out"
 echo "gateway CPU per request: $(( (g1 - g0) * 1000000 / hz / (requests > 0 ? requests : 1) )) us"
 echo "max concurrent queries seen by the server: $(cat "$work/max" 2>/dev/null || echo 0)"
+echo "gateway peak RSS: $(awk '/VmHWM/ {print $2}' /proc/$gw/status) kB"

@@ -1,0 +1,94 @@
+-- wrk script for aggregate routes: every request asks for another SKU (A1..A<CHECK_SKUS>, round-robin,
+-- each wrk thread starting elsewhere) and every answer is checked: status 200 and a JSON array of
+-- CHECK_ENTRIES entries (counted by their "source": keys). An answer that passes is degraded when any
+-- entry carries "degraded":true, good otherwise; one that fails is bad.
+--
+-- At the end it prints three machine-readable lines (latencies in milliseconds):
+--   check: answers=N good=N bad=N non200=N degraded=N
+--   wrk: requests=N duration_us=N connect=N read=N write=N timeout=N status=N
+--   latency_ms: p50=X p90=X p99=X p999=X max=X
+-- and, when CHECK_LATENCY_FILE is set, writes "percentile milliseconds" lines to that file for plotting.
+--
+-- Environment: CHECK_ENTRIES (default 6), CHECK_SKUS (default 10000), CHECK_LATENCY_FILE (optional).
+
+local threads = {}
+local counters = { "answers", "good", "bad", "non200", "degraded" }
+
+function setup(thread)
+  thread:set("thread_index", #threads)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  answers, good, bad, non200, degraded = 0, 0, 0, 0, 0
+  entries = tonumber(os.getenv("CHECK_ENTRIES") or "6")
+  skus = tonumber(os.getenv("CHECK_SKUS") or "10000")
+  next_sku = (thread_index * 7919) % skus
+  prefix = wrk.path .. (string.find(wrk.path, "?", 1, true) and "&sku=A" or "?sku=A")
+end
+
+function request()
+  next_sku = next_sku % skus + 1
+  return wrk.format("GET", prefix .. next_sku)
+end
+
+local function count(text, needle)
+  local n, from = 0, 1
+  while true do
+    local _, last = string.find(text, needle, from, true)
+    if not last then return n end
+    n = n + 1
+    from = last + 1
+  end
+end
+
+function response(status, headers, body)
+  answers = answers + 1
+  if status ~= 200 then
+    non200 = non200 + 1
+    bad = bad + 1
+  elseif string.byte(body, 1) ~= 91 or string.byte(body, -1) ~= 93 or count(body, '"source":') ~= entries then
+    bad = bad + 1 -- not "[...]" or not the expected number of entries
+  elseif string.find(body, '"degraded":true', 1, true) then
+    degraded = degraded + 1
+  else
+    good = good + 1
+  end
+end
+
+local function write_percentiles(path, latency)
+  local file = io.open(path, "w")
+  if not file then
+    io.stderr:write("check-offers.lua: cannot write " .. path .. "\n")
+    return
+  end
+  file:write("# percentile milliseconds\n")
+  file:write(string.format("0 %.3f\n", latency.min / 1000))
+  for p = 1, 99 do
+    file:write(string.format("%d %.3f\n", p, latency:percentile(p) / 1000))
+  end
+  for _, p in ipairs({ 99.5, 99.9, 99.95, 99.99 }) do
+    file:write(string.format("%g %.3f\n", p, latency:percentile(p) / 1000))
+  end
+  file:close()
+end
+
+function done(summary, latency, requests)
+  local total = {}
+  for _, name in ipairs(counters) do
+    total[name] = 0
+    for _, t in ipairs(threads) do
+      total[name] = total[name] + t:get(name)
+    end
+  end
+  local e = summary.errors
+  io.write(string.format("check: answers=%d good=%d bad=%d non200=%d degraded=%d\n",
+    total.answers, total.good, total.bad, total.non200, total.degraded))
+  io.write(string.format("wrk: requests=%d duration_us=%d connect=%d read=%d write=%d timeout=%d status=%d\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.timeout, e.status))
+  io.write(string.format("latency_ms: p50=%.3f p90=%.3f p99=%.3f p999=%.3f max=%.3f\n",
+    latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000,
+    latency:percentile(99.9) / 1000, latency.max / 1000))
+  local path = os.getenv("CHECK_LATENCY_FILE")
+  if path and path ~= "" then write_percentiles(path, latency) end
+end
