@@ -200,8 +200,7 @@ struct postgres_downstream::connection {
   ~connection() { close(); }
 };
 
-postgres_downstream::postgres_downstream(const downstream_settings& settings)
-    : sql_downstream(settings), slots_(settings.sql.pool_size) {
+postgres_downstream::postgres_downstream(const downstream_settings& settings) : sql_downstream(settings) {
   const auto& sql = settings.sql;
   std::size_t opened = 0;
   for (std::size_t i = 0; i < sql.pool_size; ++i) {
@@ -273,18 +272,13 @@ bool postgres_downstream::open(connection& c, clock::time_point deadline, std::s
   return true;
 }
 
-call_result postgres_downstream::run_query(std::vector<std::optional<std::string>> values,
+call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::optional<std::string>> values,
                                            const call_request& request, async_semaphore::permit permit,
                                            net::yield_context yield) {
   call_result out;
-  const auto slot = slots_.take_idle();
-  if (!slot) {
-    out.detail = "database unavailable";
-    return out;
-  }
-  auto& c = *connections_[*slot];
+  auto& c = *connections_[slot];
   auto broken = [&](const char* detail) {
-    slots_.put_broken(*slot);
+    slots_.put_broken(slot);
     out.outcome = call_outcome::error;
     out.detail = detail;
     out.body = {};
@@ -296,7 +290,7 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
     stats_.server_cancels.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
-      cleanups_.push_back({*slot, std::move(permit)});
+      cleanups_.push_back({slot, std::move(permit)});
     }
     wake_.notify_one();
     out.outcome = call_outcome::cancelled;
@@ -359,7 +353,7 @@ call_result postgres_downstream::run_query(std::vector<std::optional<std::string
     PQclear(res);
   }
   if (PQstatus(c.conn) != CONNECTION_OK) return broken("database connection lost");
-  slots_.put_idle(*slot);
+  slots_.put_idle(slot);
   if (failure) {
     out.body = {};
     out.detail = failure;

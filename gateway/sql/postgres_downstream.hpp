@@ -22,11 +22,10 @@ class postgres_downstream final : public sql_downstream {
   explicit postgres_downstream(const downstream_settings& settings);
   ~postgres_downstream() override;
 
-  connection_slots::counts pool_counts() const override { return slots_.count(); }
-
  protected:
-  call_result run_query(std::vector<std::optional<std::string>> values, const call_request& request,
-                        async_semaphore::permit permit, boost::asio::yield_context yield) override;
+  call_result run_query(std::size_t slot, std::vector<std::optional<std::string>> values,
+                        const call_request& request, async_semaphore::permit permit,
+                        boost::asio::yield_context yield) override;
 
  private:
   struct connection;
@@ -43,7 +42,6 @@ class postgres_downstream final : public sql_downstream {
   void reconnect_broken();
 
   std::vector<std::unique_ptr<connection>> connections_;
-  connection_slots slots_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

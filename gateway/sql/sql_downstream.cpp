@@ -44,7 +44,9 @@ connection_slots::counts connection_slots::count() const {
 }
 
 sql_downstream::sql_downstream(const downstream_settings& settings)
-    : settings_(settings), semaphore_(settings.sql.effective_permits(), settings.sql.max_waiting) {}
+    : settings_(settings),
+      slots_(settings.sql.pool_size),
+      semaphore_(settings.sql.effective_permits(), settings.sql.max_waiting) {}
 
 bool sql_downstream::ready() const {
   const auto counts = pool_counts();
@@ -89,7 +91,10 @@ call_result sql_downstream::call(const call_request& request, boost::asio::yield
     case async_semaphore::status::cancelled:
       return fail(call_outcome::cancelled, "waiting for a database permit");
   }
-  return finish(run_query(std::move(values), request, std::move(acquired.held), yield));
+  // A permit holder always finds a connection slot (permits <= pool_size), but it may be broken.
+  const auto slot = slots_.take_idle();
+  if (!slot) return fail(call_outcome::error, "database unavailable");
+  return finish(run_query(*slot, std::move(values), request, std::move(acquired.held), yield));
 }
 
 void base64_append(std::string& out, const unsigned char* data, std::size_t size) {

@@ -64,17 +64,20 @@ class sql_downstream : public downstream {
   const std::string& name() const { return settings_.name; }
   const async_semaphore& semaphore() const { return semaphore_; }
   const sql_stats& stats() const { return stats_; }
-  virtual connection_slots::counts pool_counts() const = 0;
+  connection_slots::counts pool_counts() const { return slots_.count(); }
 
  protected:
-  // Runs the query with `values` bound (nullopt = NULL), holding `permit`. A driver may keep the permit
-  // after returning, while the server finishes with a cancelled query, so that the permits bound the
-  // work the database really does.
-  virtual call_result run_query(std::vector<std::optional<std::string>> values, const call_request& request,
-                                async_semaphore::permit permit, boost::asio::yield_context yield) = 0;
+  // Runs the query on pooled connection `slot` with `values` bound (nullopt = NULL), holding `permit`.
+  // The driver returns the slot to slots_ (idle or broken). It may keep the permit after returning, while
+  // the server finishes with a cancelled query, so that the permits bound the work the database really
+  // does.
+  virtual call_result run_query(std::size_t slot, std::vector<std::optional<std::string>> values,
+                                const call_request& request, async_semaphore::permit permit,
+                                boost::asio::yield_context yield) = 0;
 
   const downstream_settings settings_;
   sql_stats stats_;
+  connection_slots slots_;
 
  private:
   async_semaphore semaphore_;

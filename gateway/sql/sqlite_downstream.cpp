@@ -50,8 +50,7 @@ std::string sqlite_error(sqlite3* db) {
 
 }  // namespace
 
-sqlite_downstream::sqlite_downstream(const downstream_settings& settings)
-    : sql_downstream(settings), slots_(settings.sql.pool_size) {
+sqlite_downstream::sqlite_downstream(const downstream_settings& settings) : sql_downstream(settings) {
   require_off_io_thread("sqlite3_open_v2");
   const auto& sql = settings.sql;
   auto fail = [&](const std::string& what) {
@@ -111,21 +110,16 @@ sqlite_downstream::~sqlite_downstream() {
   threads_->join();
 }
 
-call_result sqlite_downstream::run_query(std::vector<std::optional<std::string>> values,
+call_result sqlite_downstream::run_query(std::size_t slot, std::vector<std::optional<std::string>> values,
                                          const call_request& request, async_semaphore::permit permit,
                                          net::yield_context yield) {
   call_result out;
-  const auto slot = slots_.take_idle();
-  if (!slot) {
-    out.detail = "database unavailable";
-    return out;
-  }
   auto j = std::make_shared<job>(yield.get_executor());
   j->id = next_job_.fetch_add(1, std::memory_order_relaxed);
-  j->slot = *slot;
+  j->slot = slot;
   j->values = std::move(values);
   j->permit = std::move(permit);
-  connections_[*slot]->deadline = request.deadline.time_since_epoch().count();
+  connections_[slot]->deadline = request.deadline.time_since_epoch().count();
   net::post(*threads_, [this, j] { execute(j); });
 
   {

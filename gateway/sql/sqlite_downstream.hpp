@@ -25,11 +25,10 @@ class sqlite_downstream final : public sql_downstream {
   explicit sqlite_downstream(const downstream_settings& settings);
   ~sqlite_downstream() override;
 
-  connection_slots::counts pool_counts() const override { return slots_.count(); }
-
  protected:
-  call_result run_query(std::vector<std::optional<std::string>> values, const call_request& request,
-                        async_semaphore::permit permit, boost::asio::yield_context yield) override;
+  call_result run_query(std::size_t slot, std::vector<std::optional<std::string>> values,
+                        const call_request& request, async_semaphore::permit permit,
+                        boost::asio::yield_context yield) override;
 
  private:
   struct connection;
@@ -38,7 +37,6 @@ class sqlite_downstream final : public sql_downstream {
   void interrupt(job& j);
 
   std::vector<std::unique_ptr<connection>> connections_;
-  connection_slots slots_;
   std::unique_ptr<boost::asio::thread_pool> threads_;
   std::atomic<std::uint64_t> next_job_{1};
 };
