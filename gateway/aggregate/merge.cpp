@@ -1,6 +1,7 @@
 #include "gateway/aggregate/merge.hpp"
 
 #include <algorithm>
+#include <array>
 #include <list>
 #include <string_view>
 #include <unordered_set>
@@ -24,37 +25,51 @@ void append_json_string(std::string& out, const std::string& text) {
 
 // Which members of a downstream object go into its entry: not "source" or "degraded" (the gateway's),
 // only the allowlisted `fields` when there are some, and for a key given twice only its last occurrence
-// (as in any JSON parser that keeps one). Linear in the number of members.
-std::vector<bool> members_to_keep(const json_object_text& body, const call_settings& call) {
-  const auto& members = body.members;
-  std::vector<bool> keep(members.size(), false);
-  std::list<std::string> decoded;  // stable storage for keys that had escapes (rare; empty costs nothing)
-  std::vector<std::string_view> seen;
-  std::unordered_set<std::string_view> seen_many;  // used instead of `seen` for large objects
-  const bool many = members.size() > 16;
-  for (std::size_t m = members.size(); m-- > 0;) {
-    std::string_view key = body.key(members[m]);
-    if (members[m].key_escaped) key = decoded.emplace_back(body.decoded_key(members[m]));
-    if (key == "source" || key == "degraded") continue;
-    if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end())
-      continue;
-    if (many) {
-      keep[m] = seen_many.insert(key).second;
-    } else if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
-      seen.push_back(key);
-      keep[m] = true;
+// (as in any JSON parser that keeps one). Linear in the number of members; no allocation for the usual
+// small object whose keys have no escapes.
+class kept_members {
+ public:
+  kept_members(const json_object_text& body, const call_settings& call) {
+    const auto& members = body.members;
+    const std::size_t n = members.size();
+    if (n > small) {
+      large_keep_.assign(n, false);
+      large_seen_.reserve(n);
+    }
+    std::array<std::string_view, small> seen;
+    std::size_t seen_count = 0;
+    for (std::size_t m = n; m-- > 0;) {
+      std::string_view key = body.key(members[m]);
+      if (members[m].key_escaped) key = decoded_.emplace_back(body.decoded_key(members[m]));
+      if (key == "source" || key == "degraded") continue;
+      if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end())
+        continue;
+      if (n > small) {
+        large_keep_[m] = large_seen_.insert(key).second;
+      } else if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), key) ==
+                 seen.begin() + static_cast<std::ptrdiff_t>(seen_count)) {
+        seen[seen_count++] = key;
+        small_keep_[m] = true;
+      }
     }
   }
-  return keep;
-}
+  bool operator[](std::size_t m) const { return large_keep_.empty() ? small_keep_[m] : bool(large_keep_[m]); }
+
+ private:
+  static constexpr std::size_t small = 16;
+  std::array<bool, small> small_keep_{};
+  std::vector<bool> large_keep_;
+  std::unordered_set<std::string_view> large_seen_;
+  std::list<std::string> decoded_;  // stable storage for keys that had escapes (rare; empty costs nothing)
+};
 
 void append_entry(std::string& out, const call_settings& call, const call_result& result) {
   out += "{\"source\":";
   append_json_string(out, call.name);
   if (result.ok()) {
     const auto& body = result.body;
-    const auto keep = members_to_keep(body, call);
-    for (std::size_t m = 0; m < keep.size(); ++m) {
+    const kept_members keep(body, call);
+    for (std::size_t m = 0; m < body.members.size(); ++m) {
       if (!keep[m]) continue;
       out += ",\"";
       out += body.key(body.members[m]);

@@ -88,3 +88,19 @@ TEST_CASE("a key given twice keeps its last value; escaped keys match fields aft
   const auto body = json::parse(merged.body);
   CHECK(body[0] == json{{"source", "inventory"}, {"priceCent", 2}, {"degraded", false}});
 }
+
+TEST_CASE("a large object keeps the last of repeated keys too") {
+  const auto route = route_with("array");
+  std::string text = "{";
+  for (int i = 0; i < 40; ++i) text += "\"k" + std::to_string(i % 20) + "\":" + std::to_string(i) + ",";
+  text += "\"priceCent\":5,\"stock\":6,\"priceCent\":7}";
+  call_result big;
+  big.outcome = call_outcome::ok;
+  REQUIRE(parse_json_object(text, big.body));
+  const auto merged = merge_results(route, {big, big, big});
+  const auto body = json::parse(merged.body);
+  CHECK(body[0] == json{{"source", "inventory"}, {"priceCent", 7}, {"stock", 6}, {"degraded", false}});
+  REQUIRE(body[2].size() == 24);  // k0..k19, priceCent, stock, source, degraded
+  CHECK(body[2]["priceCent"] == 7);
+  for (int i = 0; i < 20; ++i) CHECK(body[2]["k" + std::to_string(i)] == 20 + i);
+}
