@@ -88,6 +88,28 @@ class session_sampler {
   std::thread thread_;  // last: starts once the members above exist
 };
 
+// A burst of `requests` concurrent A1 requests against pg_sleep(0.2) behind 4 permits over a pool of 8,
+// with the route deadline `deadline`, while a sampler watches the server's sessions.
+struct burst_result {
+  tally answers;
+  int max_open = 0, max_sleeping = 0, samples = 0;
+  std::string sampler_error;
+};
+
+burst_result permit_burst(postgres_server& pg, const std::string& deadline, int requests) {
+  create_offers(pg);
+  auto cfg = postgres_config(pg.dsn(), sleepy_offer_query);
+  cfg.pool_size = 8;
+  cfg.permits = 4;
+  cfg.deadline = deadline;
+  gateway_process gw(cfg.yaml());
+  session_sampler sampler(pg.dsn());
+  auto answers = get_concurrently(gw.port(), std::vector<std::string>(requests, "/api/sql?sku=A1"), 15s);
+  sampler.stop();
+  return {classify_all(answers, a1_columns), sampler.max_open(), sampler.max_sleeping(), sampler.samples(),
+          sampler.error()};
+}
+
 }  // namespace
 
 TEST_CASE("postgres_server: a throwaway cluster that stops, restarts on its port and is removed",
@@ -150,56 +172,34 @@ TEST_CASE("postgres: the first row becomes the call's entry and no row falls bac
 TEST_CASE("postgres: at most `permits` queries run at once and the pool stays within pool_size",
           "[sql][postgres]") {
   postgres_server pg;
-  create_offers(pg);
-  auto cfg = postgres_config(pg.dsn(), sleepy_offer_query);
-  cfg.pool_size = 8;
-  cfg.permits = 4;
-  cfg.deadline = "6s";
-  gateway_process gw(cfg.yaml());
-
   // 60 requests x 0.2 s / 4 permits = 3 s until the last query ends: half the deadline, so every answer
   // is expected to be the real one even on a busy machine (90% are required).
   constexpr int requests = 60;
-  session_sampler sampler(pg.dsn());
-  auto answers = get_concurrently(gw.port(), std::vector<std::string>(requests, "/api/sql?sku=A1"), 15s);
-  sampler.stop();
-
-  auto t = classify_all(answers, a1_columns);
-  INFO(t.report << "most sessions " << sampler.max_open() << ", most sleeping " << sampler.max_sleeping()
-                << ", " << sampler.samples() << " samples " << sampler.error());
-  CHECK(sampler.error().empty());
-  CHECK(sampler.samples() >= 20);
-  CHECK(t.wrong == 0);
-  CHECK(t.answered >= requests * 9 / 10);
-  CHECK(sampler.max_sleeping() <= 4);
-  CHECK(sampler.max_sleeping() >= 2);  // the permits are used in parallel
-  CHECK(sampler.max_open() <= 8);
+  const auto run = permit_burst(pg, "6s", requests);
+  INFO(run.answers.report << "most sessions " << run.max_open << ", most sleeping " << run.max_sleeping
+                          << ", " << run.samples << " samples " << run.sampler_error);
+  CHECK(run.sampler_error.empty());
+  CHECK(run.samples >= 20);
+  CHECK(run.answers.wrong == 0);
+  CHECK(run.answers.answered >= requests * 9 / 10);
+  CHECK(run.max_sleeping <= 4);
+  CHECK(run.max_sleeping >= 2);  // the permits are used in parallel
+  CHECK(run.max_open <= 8);
 }
 
 TEST_CASE("postgres: under a short deadline each answer is the real one or the fallback, on time",
           "[sql][postgres]") {
   postgres_server pg;
-  create_offers(pg);
-  auto cfg = postgres_config(pg.dsn(), sleepy_offer_query);
-  cfg.pool_size = 8;
-  cfg.permits = 4;
-  cfg.deadline = "500ms";
-  gateway_process gw(cfg.yaml());
-
   // 40 requests x 0.2 s / 4 permits = 2 s of work against 0.5 s: the first two waves can answer, the
   // others fall back at the deadline, whether they wait for a permit or their query runs.
   constexpr int requests = 40;
-  session_sampler sampler(pg.dsn());
-  auto answers = get_concurrently(gw.port(), std::vector<std::string>(requests, "/api/sql?sku=A1"), 10s);
-  sampler.stop();
-
-  auto t = classify_all(answers, a1_columns);
-  INFO(t.report << "most sleeping " << sampler.max_sleeping() << " " << sampler.error());
-  CHECK(t.wrong == 0);
-  CHECK(t.answered >= 4);  // the first wave ends at about 0.2 s
-  CHECK(t.fell_back >= requests / 2);
-  CHECK(t.slowest <= 500ms + answer_slack);
-  CHECK(sampler.max_sleeping() <= 4);
+  const auto run = permit_burst(pg, "500ms", requests);
+  INFO(run.answers.report << "most sleeping " << run.max_sleeping << " " << run.sampler_error);
+  CHECK(run.answers.wrong == 0);
+  CHECK(run.answers.answered >= 4);  // the first wave ends at about 0.2 s
+  CHECK(run.answers.fell_back >= requests / 2);
+  CHECK(run.answers.slowest <= 500ms + answer_slack);
+  CHECK(run.max_sleeping <= 4);
 
   pg_client db(pg.dsn());
   CHECK(eventually([&] { return gateway_sessions(db).sleeping == 0; }, 1s));  // cut queries were cancelled
