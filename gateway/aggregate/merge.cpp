@@ -1,27 +1,15 @@
 #include "gateway/aggregate/merge.hpp"
 
+#include "gateway/core/json_text.hpp"
+
 #include <algorithm>
 #include <array>
 #include <list>
 #include <string_view>
 #include <unordered_set>
 
-#include <nlohmann/json.hpp>
-
 namespace gateway {
 namespace {
-
-void append_json_string(std::string& out, const std::string& text) {
-  const bool plain = std::all_of(text.begin(), text.end(),
-                                 [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-  if (plain) {
-    out += '"';
-    out += text;
-    out += '"';
-    return;
-  }
-  out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 // Which members of a downstream object go into its entry: not "source" or "degraded" (the gateway's),
 // only the allowlisted `fields` when there are some, and for a key given twice only its last occurrence

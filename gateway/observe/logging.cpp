@@ -1,5 +1,7 @@
 #include "gateway/observe/logging.hpp"
 
+#include "gateway/core/json_text.hpp"
+
 #include <poll.h>
 #include <spdlog/async.h>
 #include <spdlog/async_logger.h>
@@ -7,7 +9,6 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -34,19 +35,6 @@ void append_time(std::string& out, std::chrono::system_clock::time_point t) {
   out.append(buffer, n);
   std::snprintf(buffer, sizeof buffer, ".%03dZ", static_cast<int>(millis));
   out += buffer;
-}
-
-void append_json_string(std::string& out, std::string_view value) {
-  // Fast path for the common case (ids, routes, addresses): printable ASCII without quote or backslash.
-  const bool plain = std::all_of(value.begin(), value.end(),
-                                 [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-  if (plain) {
-    out += '"';
-    out.append(value);
-    out += '"';
-    return;
-  }
-  out += nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 #include "gateway/server/request_handler.hpp"
 
 #include "gateway/aggregate/merge.hpp"
+#include "gateway/core/json_text.hpp"
 
 #include <spdlog/spdlog.h>
-#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <random>
@@ -52,7 +52,10 @@ outbound_response error_response(unsigned status, std::string_view message, std:
 }  // namespace
 
 std::string error_body(std::string_view message) {
-  return nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string body = "{\"error\":";
+  append_json_string(body, message);
+  body += '}';
+  return body;
 }
 
 std::string make_request_id(std::string_view incoming) {
