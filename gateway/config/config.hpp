@@ -65,6 +65,7 @@ enum class sql_driver { sqlite, postgres };
 struct sql_settings {
   sql_driver driver = sql_driver::sqlite;
   std::string database;      // sqlite: file path
+  bool read_only = false;    // sqlite: open read-only and immutable (a file that never changes)
   std::string dsn;           // postgres: libpq connection string, ${ENV} already substituted
   bool dsn_has_env = false;  // the dsn took a value from the environment (a secret: never shown)
   std::size_t pool_size = 32;
@@ -89,6 +90,7 @@ struct downstream_settings {
   std::size_t max_connections = 1024;
   std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
+  microseconds dns_refresh = std::chrono::seconds(30);   // a host name is resolved again this often
 };
 
 struct param_settings {

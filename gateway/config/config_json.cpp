@@ -23,12 +23,14 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     j["url"] = d.url;
     j["max_connections"] = d.max_connections;
     j["idle_timeout"] = format_duration(d.idle_timeout);
+    j["dns_refresh"] = format_duration(d.dns_refresh);
   } else {
     const auto& sql = d.sql;
     j["kind"] = "sql";
     if (sql.driver == sql_driver::sqlite) {
       j["driver"] = "sqlite";
       j["database"] = sql.database;
+      j["read_only"] = sql.read_only;
     } else {
       j["driver"] = "postgres";
       j["dsn"] = redacted;  // may hold a password, whether or not it came from ${ENV}

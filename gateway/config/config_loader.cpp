@@ -235,6 +235,8 @@ class loader {
         r.duration("connect_timeout", d.connect_timeout);
         r.size("max_connections", d.max_connections, 1, 1'000'000);
         r.duration("idle_timeout", d.idle_timeout);
+        if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
+          r.error_at("dns_refresh", "dns_refresh must be at least 1s");
       }
       r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
       r.finish();
@@ -252,6 +254,7 @@ class loader {
         sql.driver = sql_driver::sqlite;
         if (r.string("database", sql.database, true) && sql.database.empty())
           r.error_at("database", "database must name a file");
+        r.boolean("read_only", sql.read_only);
       } else if (driver == "postgres") {
         sql.driver = sql_driver::postgres;
         std::string dsn;

@@ -7,10 +7,10 @@ namespace gateway {
 namespace net = boost::asio;
 using boost::system::error_code;
 
-connection_pool::connection_pool(net::any_io_executor ex, net::ip::tcp::endpoint endpoint, std::size_t cap,
-                                 microseconds connect_timeout, microseconds idle_timeout)
+connection_pool::connection_pool(net::any_io_executor ex, std::shared_ptr<const resolved_address> address,
+                                 std::size_t cap, microseconds connect_timeout, microseconds idle_timeout)
     : ex_(std::move(ex)),
-      endpoint_(std::move(endpoint)),
+      address_(std::move(address)),
       cap_(std::max<std::size_t>(cap, 1)),
       connect_timeout_(connect_timeout),
       idle_timeout_(idle_timeout) {}
@@ -21,7 +21,7 @@ connection_pool::acquire_result connection_pool::acquire(clock::time_point deadl
   while (!fresh && !idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
-    if (now - conn->last_used < idle_timeout_ && conn->stream.socket().is_open())
+    if (now - conn->last_used < idle_timeout_ && conn->stream.socket().is_open() && current(*conn))
       return {std::move(conn), {}};
     discard(std::move(conn));
   }
@@ -68,12 +68,20 @@ connection_pool::handle connection_pool::connect(clock::time_point deadline, can
     ec = net::error::operation_aborted;
     return nullptr;
   }
+  const auto generation = address_->generation();
+  const auto endpoint = address_->get();
+  if (!endpoint) {  // the name has not resolved yet
+    ec = net::error::host_not_found;
+    discard(nullptr);  // a slot handed to this caller goes to the next waiter
+    return nullptr;
+  }
   ++open_;
   auto conn = std::make_unique<connection>(ex_);
+  conn->generation = generation;
   conn->stream.expires_at(std::min(deadline, clock::now() + connect_timeout_));
   {
     auto hook = cancel.on_cancel([s = &conn->stream] { s->cancel(); });
-    conn->stream.async_connect(endpoint_, yield[ec]);
+    conn->stream.async_connect(*endpoint, yield[ec]);
   }
   if (!ec && cancel.cancelled()) ec = net::error::operation_aborted;
   if (ec) {
@@ -86,7 +94,8 @@ connection_pool::handle connection_pool::connect(clock::time_point deadline, can
 }
 
 void connection_pool::release(handle conn) {
-  if (!conn->stream.socket().is_open()) {  // closed by a cancellation that raced the exchange's end
+  // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
+  if (!conn->stream.socket().is_open() || !current(*conn)) {
     discard(std::move(conn));
     return;
   }

@@ -6,6 +6,7 @@
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/core/duration.hpp"
+#include "gateway/downstream/host_resolver.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/spawn.hpp>
@@ -26,7 +27,8 @@ class connection_pool {
     boost::beast::tcp_stream stream;
     boost::beast::flat_buffer buffer;
     clock::time_point last_used{};
-    bool reused = false;  // served an exchange before
+    bool reused = false;           // served an exchange before
+    std::uint64_t generation = 0;  // of the address it was opened to
   };
   using handle = std::unique_ptr<connection>;
 
@@ -35,8 +37,8 @@ class connection_pool {
     boost::system::error_code error;  // set when conn is null: timeout, operation_aborted, connect error
   };
 
-  connection_pool(boost::asio::any_io_executor ex, boost::asio::ip::tcp::endpoint endpoint, std::size_t cap,
-                  microseconds connect_timeout, microseconds idle_timeout);
+  connection_pool(boost::asio::any_io_executor ex, std::shared_ptr<const resolved_address> address,
+                  std::size_t cap, microseconds connect_timeout, microseconds idle_timeout);
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
 
@@ -61,7 +63,9 @@ class connection_pool {
                  boost::asio::yield_context yield);
 
   boost::asio::any_io_executor ex_;
-  boost::asio::ip::tcp::endpoint endpoint_;
+  bool current(const connection& conn) const { return conn.generation == address_->generation(); }
+
+  std::shared_ptr<const resolved_address> address_;
   std::size_t cap_;
   microseconds connect_timeout_;
   microseconds idle_timeout_;

@@ -22,17 +22,6 @@ namespace {
 
 constexpr std::size_t response_header_limit = 16 * 1024;
 
-net::ip::tcp::endpoint resolve(const downstream_settings& s) {
-  net::io_context ioc;
-  net::ip::tcp::resolver resolver(ioc);
-  error_code ec;
-  auto results = resolver.resolve(s.host, std::to_string(s.port), ec);
-  if (ec || results.empty()) {
-    throw std::runtime_error("downstream '" + s.name + "': cannot resolve " + s.host + ": " + ec.message());
-  }
-  return results.begin()->endpoint();
-}
-
 // Marks the result of a failed exchange: the parent's cancellation wins over the error it caused.
 void fail(call_result& r, const cancel_source& cancel, const error_code& ec, const char* what) {
   if (cancel.cancelled()) {
@@ -55,15 +44,15 @@ bool retryable(const error_code& ec) {
 }  // namespace
 
 http_downstream::http_downstream(const downstream_settings& settings,
-                                 const std::vector<net::io_context*>& workers)
+                                 const std::vector<net::io_context*>& workers, host_resolver& resolver)
     : settings_(settings) {
-  const auto endpoint = resolve(settings_);
+  const auto address = resolver.add(settings_.name, settings_.host, settings_.port, settings_.dns_refresh);
   host_header_ =
       settings_.port == 80 ? settings_.host : settings_.host + ":" + std::to_string(settings_.port);
   const std::size_t per_worker =
       std::max<std::size_t>(1, settings_.max_connections / std::max<std::size_t>(1, workers.size()));
   for (auto* ioc : workers) {
-    pools_.push_back(std::make_unique<connection_pool>(ioc->get_executor(), endpoint, per_worker,
+    pools_.push_back(std::make_unique<connection_pool>(ioc->get_executor(), address, per_worker,
                                                        settings_.connect_timeout, settings_.idle_timeout));
   }
 }
@@ -106,7 +95,10 @@ http_downstream::exchange_status http_downstream::exchange(connection_pool& pool
   auto acquired = pool.acquire(request.deadline, cancel, !reused_allowed, yield);
   if (!acquired.conn) {
     const auto& ec = acquired.error;
-    fail(result, cancel, ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
+    fail(result, cancel, ec,
+         ec == net::error::connection_refused ? "connect refused"
+         : ec == net::error::host_not_found   ? "host not resolved"
+                                              : "connect failed");
     return exchange_status::done;
   }
   auto conn = std::move(acquired.conn);

@@ -1,7 +1,7 @@
 #pragma once
 // An HTTP/1.1 downstream: GET requests over keep-alive connections, one pool per I/O thread (each
 // thread's pool holds at most max_connections / threads connections, so the total stays under the cap
-// without a lock on the hot path). The host is resolved once, at construction.
+// without a lock on the hot path). A host name is resolved in the background (host_resolver).
 // A call answers ok only for a 2xx response whose body is a JSON object within max_response_bytes.
 
 #include "gateway/config/config.hpp"
@@ -15,11 +15,14 @@
 namespace gateway {
 
 class connection_pool;
+class host_resolver;
 
 class http_downstream final : public downstream {
  public:
-  // Throws std::runtime_error when the host cannot be resolved.
-  http_downstream(const downstream_settings& settings, const std::vector<boost::asio::io_context*>& workers);
+  // Registers the host with `resolver`, which must be started before calls and outlive nothing: the
+  // pools share the resolved address.
+  http_downstream(const downstream_settings& settings, const std::vector<boost::asio::io_context*>& workers,
+                  host_resolver& resolver);
   ~http_downstream() override;
 
   call_result call(const call_request& request, boost::asio::yield_context yield) override;

@@ -3,6 +3,7 @@
 #include "gateway/config/config_json.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/stack_cache.hpp"
+#include "gateway/downstream/host_resolver.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
@@ -54,6 +55,7 @@ const std::string overloaded_response = [] {
 struct server::impl {
   gateway_config config;
   std::vector<std::unique_ptr<worker>> workers;
+  host_resolver resolver;  // its thread stops after the downstreams that share its addresses
   std::map<std::string, std::unique_ptr<downstream>> downstreams;
   std::vector<const sql_downstream*> sql_downstreams;
   std::unique_ptr<metrics_registry> metrics;
@@ -272,7 +274,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   for (const auto& d : cfg.downstreams) {
     auto& slot = impl_->downstreams[d.name];
     if (d.kind == downstream_kind::http) {
-      slot = std::make_unique<http_downstream>(d, iocs);
+      slot = std::make_unique<http_downstream>(d, iocs, impl_->resolver);
       continue;
     }
     std::unique_ptr<sql_downstream> sql;
@@ -284,6 +286,9 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     impl_->sql_downstreams.push_back(sql.get());
     slot = std::move(sql);
   }
+
+  // Names resolve in the background; give them a moment so that the first requests find them.
+  impl_->resolver.start(std::chrono::seconds(2));
 
   std::vector<std::vector<downstream*>> targets;
   for (const auto& route : cfg.routes) {

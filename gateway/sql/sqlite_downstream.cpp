@@ -48,6 +48,23 @@ std::string sqlite_error(sqlite3* db) {
   return db ? sqlite3_errmsg(db) : "out of memory";
 }
 
+// A read-only database is opened as an immutable URI: no locks, no journal, no -wal/-shm files, so it
+// works on a read-only file system (a file baked into a container image).
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      constexpr char hex[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += hex[static_cast<unsigned char>(c) >> 4];
+      uri += hex[static_cast<unsigned char>(c) & 0xF];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 sqlite_downstream::sqlite_downstream(const downstream_settings& settings) : sql_downstream(settings) {
@@ -56,12 +73,14 @@ sqlite_downstream::sqlite_downstream(const downstream_settings& settings) : sql_
   auto fail = [&](const std::string& what) {
     throw std::runtime_error("sql downstream '" + settings.name + "': " + what);
   };
+  const std::string name = sql.read_only ? immutable_uri(sql.database) : sql.database;
+  const int flags =
+      SQLITE_OPEN_NOMUTEX | (sql.read_only ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI : SQLITE_OPEN_READWRITE);
   for (std::size_t i = 0; i < sql.pool_size; ++i) {
     auto c = std::make_unique<connection>();
-    const int rc =
-        sqlite3_open_v2(sql.database.c_str(), &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    const int rc = sqlite3_open_v2(name.c_str(), &c->db, flags, nullptr);
     if (rc != SQLITE_OK) fail("cannot open database '" + sql.database + "': " + sqlite_error(c->db));
-    if (i == 0) {
+    if (i == 0 && !sql.read_only) {
       char* message = nullptr;
       if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", nullptr, nullptr, &message) != SQLITE_OK) {
         spdlog::warn("sql downstream '{}': cannot switch to WAL mode: {}", settings.name,
@@ -98,8 +117,8 @@ sqlite_downstream::sqlite_downstream(const downstream_settings& settings) : sql_
     slots_.put_idle(i);
   }
   threads_ = std::make_unique<net::thread_pool>(sql.pool_size);
-  spdlog::info("sql downstream '{}': sqlite {} open with {} connections, {} permits", settings.name,
-               sql.database, sql.pool_size, sql.effective_permits());
+  spdlog::info("sql downstream '{}': sqlite {} open{} with {} connections, {} permits", settings.name,
+               sql.database, sql.read_only ? " read-only" : "", sql.pool_size, sql.effective_permits());
 }
 
 sqlite_downstream::~sqlite_downstream() {

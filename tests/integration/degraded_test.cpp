@@ -83,6 +83,28 @@ TEST_CASE("a refused connection falls back at once", "[degraded]") {
   check_clean_exit(gw);
 }
 
+TEST_CASE(
+    "a host name is resolved, and one that does not resolve falls back at once without stopping the start",
+    "[degraded][dns]") {
+  mock_downstream mock({"--delay", "20ms"});
+  seed_config cfg{mock.url()};
+  cfg.url_override["channel-price"] = "http://localhost:" + std::to_string(mock.port());
+  cfg.url_override["coupon"] = "http://no-such-downstream.invalid:" + std::to_string(mock.port());
+  gateway_process gw(cfg.yaml());
+
+  for (int i = 0; i < 2; ++i) {  // the first call and a later one both fall back at once
+    auto start = steady_clock::now();
+    auto res = http_get(gw.port(), offer_target("N1"));
+    auto took = elapsed_since(start);
+    check_offer(res, "N1", {"coupon"});
+    CHECK(took < 200ms);  // deadline is 800 ms
+  }
+  auto stats = mock.stats();
+  CHECK(mock.path_counter(stats, "channel-price", "requests") == 2);  // reached through "localhost"
+  CHECK(mock.path_counter(stats, "coupon", "requests") == 0);
+  check_clean_exit(gw);
+}
+
 TEST_CASE("a hung downstream: answered by the deadline, degraded, and its call cancelled",
           "[degraded][deadline]") {
   mock_downstream mock({"--delay", "20ms", "--path", "logistics-eta=hang"});

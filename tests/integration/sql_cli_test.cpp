@@ -52,6 +52,11 @@ TEST_CASE("gateway --check rejects inconsistent SQL configs at their line", "[sq
   SECTION("a sql downstream without a driver") {
     check_rejected(replace_once(cfg.yaml(), "    driver: postgres\n", ""), {"  db:", "kind: sql"}, "driver");
   }
+  SECTION("read_only on a postgres downstream") {
+    check_rejected(
+        replace_once(cfg.yaml(), "    driver: postgres\n", "    driver: postgres\n    read_only: true\n"),
+        {"read_only: true"}, "read_only");
+  }
   SECTION("more permits than connections") {
     cfg.permits = 9;
     check_rejected(cfg.yaml(), {"permits: 9", "pool_size: 8"}, "permits");

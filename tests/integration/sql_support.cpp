@@ -33,6 +33,7 @@ std::string sql_config::yaml() const {
   y += "    driver: " + driver + "\n";
   if (!dsn.empty()) y += "    dsn: " + quoted(dsn) + "\n";
   if (!database.empty()) y += "    database: " + quoted(database) + "\n";
+  if (read_only) y += "    read_only: true\n";
   y += "    pool_size: " + std::to_string(pool_size) + "\n";
   y += "    permits: " + std::to_string(permits) + "\n";
   y += "    max_waiting: " + std::to_string(max_waiting) + "\n";

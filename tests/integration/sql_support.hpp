@@ -27,8 +27,9 @@ inline const std::string offer_query =
 // One route, GET /api/sql, with one call "inventory" to one SQL downstream "db"; every param is required.
 struct sql_config {
   std::string driver = "postgres";
-  std::string dsn;       // postgres only
-  std::string database;  // sqlite only
+  std::string dsn;         // postgres only
+  std::string database;    // sqlite only
+  bool read_only = false;  // sqlite only
   std::string query;
   unsigned pool_size = 8;
   unsigned permits = 4;

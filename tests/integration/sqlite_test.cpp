@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -172,4 +173,39 @@ TEST_CASE("sqlite: the deadline interrupts a running query and frees its connect
   INFO("quick: " << describe(quick));
   CHECK(classify(quick.response, json{{"n", 1000}}) == outcome::answered);
   CHECK(quick.latency < 1s);
+}
+
+TEST_CASE("sqlite: a read_only database is opened immutable and nothing is written beside it",
+          "[sql][sqlite]") {
+  temp_dir dir;
+  // URI metacharacters in the name: the file must still be the one opened.
+  const auto path = dir.file("offers 100% #1?.db");
+  std::filesystem::rename(create_offers_file(dir), path);
+  auto cfg = sqlite_config(path, offer_query);
+  cfg.read_only = true;
+  {
+    gateway_process gw(cfg.yaml());
+    auto res = http_get(gw.port(), "/api/sql?sku=A1");
+    INFO(res.body);
+    CHECK(classify(res, {{"priceCent", 1999}, {"stock", 7}}) == outcome::answered);
+    check_no_row_falls_back(gw.port());
+    check_clean_exit(gw);
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    names.push_back(entry.path().filename().string());
+  CHECK(names == std::vector<std::string>{"offers 100% #1?.db"});  // no -wal, -shm or -journal
+}
+
+TEST_CASE("sqlite: a read_only database that does not exist stops the start", "[sql][sqlite]") {
+  temp_dir dir;
+  auto cfg = sqlite_config(dir.file("missing.db"), offer_query);
+  cfg.read_only = true;
+  auto file = dir.write("missing.yaml", cfg.yaml());
+  auto result = run_command({GATEWAY_BIN, "--config", file}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code != 0);
+  CHECK(result.err.find("cannot open database") != std::string::npos);
+  CHECK(result.out.find("listening on") == std::string::npos);
 }

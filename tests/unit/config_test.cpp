@@ -59,6 +59,7 @@ TEST_CASE("a good file loads with every value") {
   CHECK(d.base_path == "/base");
   CHECK(d.connect_timeout == milliseconds(50));
   CHECK(d.max_connections == 16);
+  CHECK(d.dns_refresh == std::chrono::seconds(30));
   const auto& route = c.routes.at(0);
   CHECK(route.deadline == milliseconds(300));
   CHECK(route.response == response_shape::object);
@@ -132,6 +133,11 @@ TEST_CASE("each kind of error is reported at its line and column") {
   SECTION("a route path with a query") {
     const auto e = only_error("  - path: /api/offer/aggregate", "  - path: /api/offer/aggregate?x=1");
     CHECK(e.line == 10);
+  }
+  SECTION("a dns_refresh under a second") {
+    const auto e = only_error("    max_connections: 16", "    max_connections: 16\n    dns_refresh: 100ms");
+    CHECK(e.line == 9);
+    CHECK_THAT(e.message, Catch::Contains("dns_refresh"));
   }
   SECTION("YAML syntax error") {
     const auto e = only_error("  threads: 2", "  threads: [2");

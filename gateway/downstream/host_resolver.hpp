@@ -1,0 +1,81 @@
+#pragma once
+// Addresses of downstream hosts. An IP literal is fixed. A name is resolved on a background thread at
+// start and again every `refresh` interval (after a failure: retried after 1 s, backing off to the
+// interval), so a name that does not resolve yet, such as a Service created after the gateway, or an
+// address that changes is picked up without a restart. Until a name first resolves, calls to it fail at
+// once (their entries fall back); after a failed refresh the last known address stays in use. Of several
+// addresses, the first IPv4 one is used.
+// getaddrinfo blocks, so it never runs on an I/O thread.
+
+#include "gateway/core/duration.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gateway {
+
+class resolved_address {
+ public:
+  resolved_address() = default;
+  explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoint_(fixed) {}
+
+  // The current address; nullopt while the name has never resolved.
+  std::optional<boost::asio::ip::tcp::endpoint> get() const;
+  // Changes whenever the address does: connections opened under an older generation are not reused.
+  std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
+  // Returns true when the address changed.
+  bool set(const boost::asio::ip::tcp::endpoint& endpoint);
+
+ private:
+  mutable std::mutex mutex_;
+  std::optional<boost::asio::ip::tcp::endpoint> endpoint_;
+  std::atomic<std::uint64_t> generation_{0};
+};
+
+class host_resolver {
+ public:
+  host_resolver() = default;
+  host_resolver(const host_resolver&) = delete;
+  host_resolver& operator=(const host_resolver&) = delete;
+  ~host_resolver();
+
+  // An IP literal gives a fixed address; a name is registered for resolution by start(). `owner` names
+  // the downstream in log lines.
+  std::shared_ptr<const resolved_address> add(const std::string& owner, const std::string& host,
+                                              std::uint16_t port, microseconds refresh);
+  // Starts the thread and waits until every name has been tried once, or `budget` has passed.
+  void start(microseconds budget);
+
+ private:
+  struct entry {
+    std::string owner;
+    std::string host;
+    std::uint16_t port = 0;
+    microseconds refresh{};
+    std::shared_ptr<resolved_address> address;
+    clock::time_point due{};
+    microseconds retry{};
+    bool tried = false;
+    bool failing = false;
+  };
+  void run();
+  void resolve(entry& e);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<entry> entries_;  // fixed once start() runs
+  bool stopping_ = false;
+  std::size_t untried_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace gateway
