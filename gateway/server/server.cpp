@@ -3,6 +3,7 @@
 #include "gateway/config/config_json.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/stack_cache.hpp"
+#include "gateway/core/usable_cpus.hpp"
 #include "gateway/downstream/host_resolver.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/logging.hpp"
@@ -261,7 +262,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   impl_->config = config;
   const auto& cfg = impl_->config;
   unsigned threads = cfg.server.threads;
-  if (threads == 0) threads = std::max(1U, std::thread::hardware_concurrency());
+  if (threads == 0) threads = usable_cpus();
   std::vector<net::io_context*> iocs;
   for (unsigned i = 0; i < threads; ++i) {
     impl_->workers.push_back(std::make_unique<worker>());
