@@ -1,0 +1,58 @@
+# The gateway image. Built on Debian bookworm with the README's packages and CMake preset; runs on
+# bookworm-slim with only the runtime libraries, as a non-root user (10001), the gateway as PID 1
+# (it handles SIGTERM itself: drain, then exit 0).
+#   podman build -t gateway:0.1.0 .        (or: docker build -t gateway:0.1.0 .)
+#   podman run -p 8080:8080 -p 9901:9901 gateway:0.1.0
+# The base images are arguments so that a mirror or a locally made image can stand in for them.
+ARG BUILD_IMAGE=docker.io/library/debian:bookworm
+ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
+
+FROM ${BUILD_IMAGE} AS build
+ARG DEBIAN_FRONTEND=noninteractive
+# Dependency layer: rebuilt only when this list changes.
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends \
+      g++ cmake ninja-build ccache pkg-config \
+      libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev \
+      nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev \
+      libssl-dev libpq-dev libsqlite3-dev sqlite3 \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# The reference data first: it changes less often than the code.
+COPY scripts/seed-db.sh scripts/
+RUN scripts/seed-db.sh /out/data/offers.db
+COPY CMakeLists.txt CMakePresets.json ./
+COPY app app
+COPY gateway gateway
+COPY config config
+# ccache survives between builds in a cache mount (podman, docker with BuildKit). CCACHE_DIR may name a
+# directory bind-mounted into the build instead (podman build -v HOST_DIR:DIR --build-arg CCACHE_DIR=DIR):
+# with paths relative to /src, a host's cache of the same sources hits.
+ARG CCACHE_DIR=/root/.ccache
+ENV CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1
+RUN --mount=type=cache,target=/root/.ccache \
+    cmake --preset release -DBUILD_TESTING=OFF -DGATEWAY_BUILD_LOADTEST=OFF >/dev/null \
+ && cmake --build --preset release --target gateway \
+ && strip build/release/bin/gateway \
+ && build/release/bin/gateway --check config/gateway.yaml
+
+FROM ${RUNTIME_IMAGE}
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends \
+      libboost-context1.81.0 libfmt9 libspdlog1.10 libyaml-cpp0.7 libpq5 libsqlite3-0 libssl3 \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
+ && groupadd --system --gid 10001 gateway \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin gateway
+COPY --from=build /src/build/release/bin/gateway /usr/local/bin/gateway
+# The default configuration; mount a ConfigMap over /etc/gateway to replace it. Its SQLite inventory file
+# (data/offers.db, relative to the working directory) is opened read-only, so the root file system can be.
+COPY config/gateway.yaml /etc/gateway/gateway.yaml
+COPY --from=build /out/data/offers.db /var/lib/gateway/data/offers.db
+WORKDIR /var/lib/gateway
+USER 10001:10001
+EXPOSE 8080 9901
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/gateway"]
+CMD ["--config", "/etc/gateway/gateway.yaml"]
