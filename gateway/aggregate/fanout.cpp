@@ -17,14 +17,8 @@ void fanout::cancel(cancel_reason why) {
   }
 }
 
-void fanout::run_call(std::size_t index, const fanout_request& request, net::yield_context yield) {
+call_request fanout::make_request(std::size_t index, const fanout_request& request, std::string& target) {
   const auto& call = request.route->calls[index];
-  if (deadlines_[index] <= clock::now()) {  // no time left: don't bother the downstream
-    results_[index].outcome = call_outcome::timeout;
-    results_[index].detail = "no time left";
-    return;
-  }
-  std::string target;
   if (!call.path.pieces().empty()) target.reserve(64);
   call.path.expand(target, [&](const std::string& name) -> std::string_view {
     const auto& params = request.route->params;
@@ -42,13 +36,53 @@ void fanout::run_call(std::size_t index, const fanout_request& request, net::yie
   req.traceparent = request.traceparent;
   req.worker = request.worker;
   req.cancel = &cancels_[index];
-  auto result = (*request.targets)[index]->call(req, yield);
+  return req;
+}
+
+void fanout::call_finished(std::size_t index, call_result&& result) {
   if (result.outcome == call_outcome::cancelled && cancels_[index].reason() == cancel_reason::deadline) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
-  if (request.metrics) request.metrics->call_done(call.downstream_index, result.outcome, result.latency);
+  if (request_->metrics)
+    request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
+                                 result.latency);
   results_[index] = std::move(result);
+  finished_[index] = true;
+  if (--pending_ == 0) wake_.cancel();
+}
+
+void fanout::start_call(std::size_t index, const fanout_request& request) {
+  if (deadlines_[index] <= clock::now()) {  // no time left: don't bother the downstream
+    call_result result;
+    result.outcome = call_outcome::timeout;
+    result.detail = "no time left";
+    return call_finished(index, std::move(result));
+  }
+  {
+    std::string target;
+    if ((*request.targets)[index]->start(make_request(index, request, target), *this, index)) return;
+  }
+  // A downstream that needs a stack (SQL): its own coroutine.
+  net::spawn(
+      wake_.get_executor(), std::allocator_arg, stack_cache(request.stack_size),
+      [this, index, &request](net::yield_context child) {
+        if (request.metrics) request.metrics->coroutine_started();
+        call_result result;
+        try {
+          std::string target;
+          result = (*request.targets)[index]->call(make_request(index, request, target), child);
+        } catch (const std::exception& e) {
+          spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[index].name, e.what());
+          result = call_result{};
+          result.detail = "internal error";
+        }
+        if (request.metrics) request.metrics->coroutine_ended();
+        call_finished(index, std::move(result));
+      },
+      [](std::exception_ptr e) {
+        if (e) spdlog::critical("call coroutine ended with an exception");
+      });
 }
 
 std::vector<call_result> fanout::run(const fanout_request& request, net::yield_context yield) {
@@ -67,27 +101,8 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     for (auto& c : cancels_) c.request_cancel(cancelled_);
   }
 
-  const auto ex = yield.get_executor();
-  for (std::size_t i = 0; i < n; ++i) {
-    net::spawn(
-        ex, std::allocator_arg, stack_cache(request.stack_size),
-        [this, i, &request](net::yield_context child) {
-          if (request.metrics) request.metrics->coroutine_started();
-          try {
-            run_call(i, request, child);
-          } catch (const std::exception& e) {
-            spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[i].name, e.what());
-            results_[i] = call_result{};
-            results_[i].detail = "internal error";
-          }
-          if (request.metrics) request.metrics->coroutine_ended();
-          finished_[i] = true;
-          if (--pending_ == 0) wake_.cancel();
-        },
-        [](std::exception_ptr e) {
-          if (e) spdlog::critical("call coroutine ended with an exception");
-        });
-  }
+  request_ = &request;
+  for (std::size_t i = 0; i < n; ++i) start_call(i, request);
 
   // One timer enforces every call's deadline: it sleeps until the earliest deadline of a call still
   // running, cancels the calls whose deadline has passed, and sleeps again. The last call to finish

@@ -1,10 +1,11 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
-// Each call runs in its own stackful coroutine on the caller's executor (the same I/O thread, so no
-// locking). A call's deadline is min(its timeout, the request deadline) and is enforced here, by one
-// timer for the whole request: a downstream needs no timers of its own, only to finish promptly when
-// its cancel_source fires. At its deadline, or on cancel(), every unfinished call is cancelled; run()
-// returns only after every call's coroutine has finished, so no call outlives its request.
+// Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
+// (downstream::start, HTTP) or in a stackful coroutine of its own (SQL). A call's deadline is min(its
+// timeout, the request deadline) and is enforced here, by one timer for the whole request: a downstream needs
+// no timers of its own, only to finish promptly when its cancel_source fires. At its deadline, or on
+// cancel(), every unfinished call is cancelled; run() returns only after every call has finished, so no call
+// outlives its request.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
@@ -31,7 +32,7 @@ struct fanout_request {
   worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
 };
 
-class fanout {
+class fanout final : private call_sink {
  public:
   explicit fanout(const boost::asio::any_io_executor& ex) : wake_(ex) {}
   fanout(const fanout&) = delete;
@@ -43,7 +44,9 @@ class fanout {
   void cancel(cancel_reason why);
 
  private:
-  void run_call(std::size_t index, const fanout_request& request, boost::asio::yield_context yield);
+  call_request make_request(std::size_t index, const fanout_request& request, std::string& target);
+  void start_call(std::size_t index, const fanout_request& request);
+  void call_finished(std::size_t index, call_result&& result) override;
 
   boost::asio::steady_timer wake_;
   std::deque<cancel_source> cancels_;         // stable addresses
@@ -51,6 +54,7 @@ class fanout {
   std::vector<call_result> results_;
   std::vector<bool> finished_;
   std::size_t pending_ = 0;
+  const fanout_request* request_ = nullptr;  // while run() runs
   cancel_reason cancelled_ = cancel_reason::none;
 };
 

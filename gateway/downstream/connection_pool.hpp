@@ -1,7 +1,8 @@
 #pragma once
 // Keep-alive connections to one downstream, owned by one I/O thread (no locking: every member runs on
 // that thread's io_context). At most `cap` connections are open; a caller at the cap waits in FIFO order
-// until a connection is released or closed, its deadline passes, or it is cancelled.
+// (a waiter with a timer) until a connection is released or closed, its deadline passes, or it is
+// cancelled. The pool never waits itself: callers drive it (http_downstream's call state machine).
 // Include only from downstream implementation files: it pulls in Beast.
 
 #include "gateway/core/cancel_source.hpp"
@@ -9,7 +10,6 @@
 #include "gateway/downstream/host_resolver.hpp"
 
 #include <boost/asio/error.hpp>
-#include <boost/asio/spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -29,12 +29,17 @@ class connection_pool {
     clock::time_point last_used{};
     bool reused = false;           // served an exchange before
     std::uint64_t generation = 0;  // of the address it was opened to
+    boost::asio::ip::tcp::endpoint remote;
   };
   using handle = std::unique_ptr<connection>;
 
-  struct acquire_result {
+  // A caller waiting for a connection at the cap: its timer expires at its deadline; the pool cancels it
+  // early after handing over a released connection (`conn`) or a freed slot (`slot_freed`: the caller then
+  // opens a connection in it, or passes it on with pass_slot()).
+  struct waiter {
+    boost::asio::steady_timer* timer = nullptr;
     handle conn;
-    boost::system::error_code error;  // set when conn is null: timeout, operation_aborted, connect error
+    bool slot_freed = false;
   };
 
   connection_pool(boost::asio::any_io_executor ex, std::shared_ptr<const resolved_address> address,
@@ -42,9 +47,23 @@ class connection_pool {
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
 
-  // An idle connection (unless `fresh`), else a new one, waiting at the cap.
-  acquire_result acquire(clock::time_point deadline, cancel_source& cancel, bool fresh,
-                         boost::asio::yield_context yield);
+  // An idle connection still fit for use, or null.
+  handle take_idle();
+  // Takes a slot for a new connection when one is free (for `fresh`, closing an idle connection to make
+  // room); the caller then calls open() or release_slot().
+  bool reserve_slot(bool fresh);
+  // A waiter handed `slot_freed` takes it (then open() or release_slot()).
+  void claim_freed_slot();
+  // Gives a taken slot back (to the next waiter, if any).
+  void release_slot();
+  // A new, unconnected connection in a taken slot, addressed to the current address; null with `ec` set
+  // (host_not_found) when the name has not resolved yet, and the slot is given back.
+  handle open(boost::system::error_code& ec);
+  void enqueue(waiter& w) { waiters_.push_back(&w); }
+  void dequeue(waiter& w);
+  const boost::asio::any_io_executor& executor() const { return ex_; }
+  microseconds connect_timeout() const { return connect_timeout_; }
+
   // Returns a connection whose last exchange finished cleanly, for reuse.
   void release(handle conn);
   // Closes a connection (failed or unfinished exchange) and frees its slot.
@@ -52,19 +71,11 @@ class connection_pool {
   void close_idle();
 
  private:
-  struct waiter {
-    boost::asio::steady_timer* timer;
-    handle conn;              // a released connection handed over
-    bool slot_freed = false;  // a closed connection left room to open one
-  };
   void wake_first_waiter(handle conn);
   void close(handle conn);  // closes without waking a waiter
-  handle connect(clock::time_point deadline, cancel_source& cancel, boost::system::error_code& ec,
-                 boost::asio::yield_context yield);
-
-  boost::asio::any_io_executor ex_;
   bool current(const connection& conn) const { return conn.generation == address_->generation(); }
 
+  boost::asio::any_io_executor ex_;
   std::shared_ptr<const resolved_address> address_;
   std::size_t cap_;
   microseconds connect_timeout_;

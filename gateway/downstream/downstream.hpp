@@ -1,9 +1,12 @@
 #pragma once
-// The interface every kind of downstream implements (HTTP, SQL).
-// call() runs inside the request's stackful coroutine, on that coroutine's I/O thread; it never throws
-// for I/O. The caller fires `cancel` at the call's deadline (or when the request is abandoned) and the
-// call must then return promptly, releasing nothing half-used to a pool. `deadline` is for
-// propagation (e.g. X-Request-Timeout-Ms) and for the call's own waits.
+// The interface every kind of downstream implements (HTTP, SQL). A call runs one of two ways, on the
+// request's I/O thread, and never throws for I/O:
+// - start(): without a stack of its own (HTTP). It reports through `sink` exactly once, possibly before
+//   start() returns; everything it needs from `request` it copies during start().
+// - call(): inside a stackful coroutine of its own (SQL), for downstreams whose start() returns false.
+// The caller fires `cancel` at the call's deadline (or when the request is abandoned) and the call must
+// then finish promptly, releasing nothing half-used to a pool. `deadline` is for propagation (e.g.
+// X-Request-Timeout-Ms) and for the call's own waits.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
@@ -29,9 +32,22 @@ struct call_request {
   cancel_source* cancel = nullptr;
 };
 
+// Receives the result of a call started with downstream::start().
+class call_sink {
+ public:
+  virtual void call_finished(std::size_t index, call_result&& result) = 0;
+
+ protected:
+  ~call_sink() = default;
+};
+
 class downstream {
  public:
   virtual ~downstream() = default;
+  // Starts the call and returns true, or returns false when this downstream needs call().
+  virtual bool start(const call_request& /*request*/, call_sink& /*sink*/, std::size_t /*index*/) {
+    return false;
+  }
   virtual call_result call(const call_request& request, boost::asio::yield_context yield) = 0;
   // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
   virtual void close_idle(std::size_t worker) = 0;

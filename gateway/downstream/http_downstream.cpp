@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t response_header_limit = 16 * 1024;
 
 // Marks the result of a failed exchange: the parent's cancellation wins over the error it caused.
-void fail(call_result& r, const cancel_source& cancel, const error_code& ec, const char* what) {
+void mark_failed(call_result& r, const cancel_source& cancel, const error_code& ec, const char* what) {
   if (cancel.cancelled()) {
     r.outcome = call_outcome::cancelled;
     r.detail = "cancelled";
@@ -76,96 +76,201 @@ std::string http_downstream::build_head(const call_request& request) const {
   return head;
 }
 
-call_result http_downstream::call(const call_request& request, net::yield_context yield) {
-  const auto started = clock::now();
-  call_result result;
-  connection_pool& pool = *pools_.at(request.worker);
-  // A pooled connection the downstream closed while idle fails on first use; retry once on a new one.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (exchange(pool, request, attempt == 0, result, yield) == exchange_status::done) break;
+// One call as a state machine on the I/O thread, without a stack of its own: acquire a connection
+// (idle, new, or wait for one at the cap), write the request, read the answer. The cancel_source hook
+// closes whatever is pending, so every step ends promptly once the call is cancelled. Deletes itself
+// after reporting to the sink.
+class http_call {
+ public:
+  http_call(const http_downstream& downstream, connection_pool& pool, const call_request& request,
+            call_sink& sink, std::size_t index)
+      : settings_(downstream.settings()),
+        pool_(pool),
+        sink_(sink),
+        index_(index),
+        cancel_(*request.cancel),
+        deadline_(request.deadline),
+        started_(clock::now()),
+        head_(downstream.build_head(request)) {}
+
+  void attempt(bool reused_allowed) {
+    if (cancel_.cancelled()) return fail(net::error::operation_aborted, "cancelled");
+    if (reused_allowed) {
+      if (auto conn = pool_.take_idle()) return exchange(std::move(conn));
+    }
+    if (pool_.reserve_slot(!reused_allowed)) return connect();
+    wait_for_connection();
   }
-  result.latency = clock::now() - started;
-  return result;
+
+ private:
+  using handle = connection_pool::handle;
+
+  void wait_for_connection() {
+    timer_.emplace(pool_.executor());
+    timer_->expires_at(deadline_);
+    waiter_ = {&*timer_, nullptr, false};
+    pool_.enqueue(waiter_);
+    hook_.emplace(cancel_, [this] { timer_->cancel(); });
+    timer_->async_wait([this](const error_code&) { waited(); });
+  }
+
+  void waited() {
+    hook_.reset();
+    pool_.dequeue(waiter_);
+    if (waiter_.conn) {
+      if (!cancel_.cancelled()) return exchange(std::move(waiter_.conn));
+      pool_.release(std::move(waiter_.conn));  // pass it on to the next waiter
+      return fail(net::error::operation_aborted, "cancelled");
+    }
+    if (!waiter_.slot_freed) {
+      return fail(
+          cancel_.cancelled() ? error_code(net::error::operation_aborted) : error_code(net::error::timed_out),
+          "connect failed");
+    }
+    pool_.claim_freed_slot();
+    if (cancel_.cancelled()) {
+      pool_.release_slot();  // the freed slot goes to the next waiter
+      return fail(net::error::operation_aborted, "cancelled");
+    }
+    connect();
+  }
+
+  void connect() {
+    error_code unresolved;
+    conn_ = pool_.open(unresolved);
+    if (!conn_) return fail(unresolved, "host not resolved");
+    conn_->stream.expires_at(std::min(deadline_, clock::now() + pool_.connect_timeout()));
+    hook_.emplace(cancel_, [this] { conn_->stream.cancel(); });
+    conn_->stream.async_connect(conn_->remote, [this](error_code ec) {
+      hook_.reset();
+      if (!ec && cancel_.cancelled()) ec = net::error::operation_aborted;
+      if (ec) {
+        pool_.discard(std::move(conn_));
+        return fail(ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
+      }
+      error_code ignored;
+      conn_->stream.socket().set_option(net::ip::tcp::no_delay(true), ignored);
+      write();
+    });
+  }
+
+  void exchange(handle conn) {
+    conn_ = std::move(conn);
+    write();
+  }
+
+  void write() {
+    was_reused_ = conn_->reused;
+    // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
+    hook_.emplace(cancel_, [this] {
+      error_code ignored;
+      conn_->stream.socket().close(ignored);
+    });
+    net::async_write(conn_->stream.socket(), net::buffer(head_),
+                     [this](const error_code& ec, std::size_t) { written(ec); });
+  }
+
+  void written(const error_code& ec) {
+    if (ec) {
+      hook_.reset();
+      pool_.discard(std::move(conn_));
+      if (was_reused_ && !cancel_.cancelled() && retryable(ec)) return attempt(false);
+      return fail(ec, "write failed");
+    }
+    if (cancel_.cancelled()) {  // fired while the write completed: don't start the read
+      hook_.reset();
+      pool_.discard(std::move(conn_));
+      return fail(net::error::operation_aborted, "cancelled");
+    }
+    parser_.emplace();
+    parser_->header_limit(response_header_limit);
+    parser_->body_limit(settings_.max_response_bytes);
+    conn_->buffer.clear();
+    http::async_read(conn_->stream.socket(), conn_->buffer, *parser_,
+                     [this](const error_code& read_ec, std::size_t) { read(read_ec); });
+  }
+
+  void read(const error_code& ec) {
+    hook_.reset();
+    if (ec) {
+      const bool nothing_received = !parser_->got_some();
+      pool_.discard(std::move(conn_));
+      // A pooled connection the downstream closed while idle fails on first use: retry on a new one.
+      if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
+      return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
+    }
+    auto& response = parser_->get();
+    result_.status = response.result_int();
+    if (response.keep_alive() && conn_->buffer.size() == 0) {
+      pool_.release(std::move(conn_));
+    } else {
+      pool_.discard(std::move(conn_));
+    }
+    if (result_.status < 200 || result_.status > 299) {
+      result_.outcome = call_outcome::error;
+      result_.detail = result_.status >= 500 ? "status 5xx" : "status not 2xx";
+    } else if (!parse_json_object(std::move(response.body()), result_.body)) {
+      result_.outcome = call_outcome::error;
+      result_.detail = "body not a JSON object";
+    } else {
+      result_.outcome = call_outcome::ok;
+    }
+    done();
+  }
+
+  void fail(const error_code& ec, const char* what) {
+    mark_failed(result_, cancel_, ec, what);
+    done();
+  }
+
+  void done() {
+    result_.latency = clock::now() - started_;
+    auto& sink = sink_;
+    const auto index = index_;
+    auto result = std::move(result_);
+    delete this;
+    sink.call_finished(index, std::move(result));
+  }
+
+  const downstream_settings& settings_;
+  connection_pool& pool_;
+  call_sink& sink_;
+  std::size_t index_;
+  cancel_source& cancel_;
+  clock::time_point deadline_;
+  clock::time_point started_;
+  std::string head_;
+  handle conn_;
+  bool was_reused_ = false;
+  std::optional<cancel_source::scoped_hook> hook_;
+  std::optional<net::steady_timer> timer_;
+  connection_pool::waiter waiter_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  call_result result_;
+};
+
+bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
+  (new http_call(*this, *pools_.at(request.worker), request, sink, index))->attempt(true);
+  return true;
 }
 
-http_downstream::exchange_status http_downstream::exchange(connection_pool& pool, const call_request& request,
-                                                           bool reused_allowed, call_result& result,
-                                                           net::yield_context yield) {
-  cancel_source& cancel = *request.cancel;
-  auto acquired = pool.acquire(request.deadline, cancel, !reused_allowed, yield);
-  if (!acquired.conn) {
-    const auto& ec = acquired.error;
-    fail(result, cancel, ec,
-         ec == net::error::connection_refused ? "connect refused"
-         : ec == net::error::host_not_found   ? "host not resolved"
-                                              : "connect failed");
-    return exchange_status::done;
-  }
-  auto conn = std::move(acquired.conn);
-  const bool was_reused = conn->reused;
-  // Plain socket operations, no per-operation timers: the fan-out cancels the call at its deadline.
-  auto& socket = conn->stream.socket();
-  std::optional<cancel_source::scoped_hook> hook;
-  // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
-  hook.emplace(cancel, [&socket] {
-    error_code ignored;
-    socket.close(ignored);
-  });
-
-  error_code ec;
-  const std::string head = build_head(request);
-  net::async_write(socket, net::buffer(head), yield[ec]);
-  if (ec) {
-    hook.reset();
-    pool.discard(std::move(conn));
-    if (was_reused && !cancel.cancelled() && retryable(ec)) return exchange_status::retry_on_fresh;
-    fail(result, cancel, ec, "write failed");
-    return exchange_status::done;
-  }
-
-  if (cancel.cancelled()) {  // fired while the write completed: don't start the read
-    hook.reset();
-    pool.discard(std::move(conn));
-    fail(result, cancel, net::error::operation_aborted, "cancelled");
-    return exchange_status::done;
-  }
-
-  http::response_parser<http::string_body> parser;
-  parser.header_limit(response_header_limit);
-  parser.body_limit(settings_.max_response_bytes);
-  conn->buffer.clear();
-  http::async_read(socket, conn->buffer, parser, yield[ec]);
-  if (ec) {
-    const bool nothing_received = !parser.got_some();
-    hook.reset();
-    pool.discard(std::move(conn));
-    if (was_reused && nothing_received && !cancel.cancelled() && retryable(ec)) {
-      return exchange_status::retry_on_fresh;
+call_result http_downstream::call(const call_request& request, net::yield_context yield) {
+  struct waiting_sink final : call_sink {
+    explicit waiting_sink(const net::any_io_executor& ex) : timer(ex, clock::time_point::max()) {}
+    void call_finished(std::size_t, call_result&& r) override {
+      result = std::move(r);
+      finished = true;
+      timer.cancel();
     }
-    fail(result, cancel, ec, ec == http::error::body_limit ? "body too large" : "read failed");
-    return exchange_status::done;
-  }
-
-  hook.reset();
-  auto& response = parser.get();
-  result.status = response.result_int();
-  if (response.keep_alive() && conn->buffer.size() == 0) {
-    pool.release(std::move(conn));
-  } else {
-    pool.discard(std::move(conn));
-  }
-  if (result.status < 200 || result.status > 299) {
-    result.outcome = call_outcome::error;
-    result.detail = result.status >= 500 ? "status 5xx" : "status not 2xx";
-    return exchange_status::done;
-  }
-  if (!parse_json_object(std::move(response.body()), result.body)) {
-    result.outcome = call_outcome::error;
-    result.detail = "body not a JSON object";
-    return exchange_status::done;
-  }
-  result.outcome = call_outcome::ok;
-  return exchange_status::done;
+    net::steady_timer timer;
+    call_result result;
+    bool finished = false;
+  };
+  waiting_sink sink(yield.get_executor());
+  start(request, sink, 0);
+  error_code ignored;
+  if (!sink.finished) sink.timer.async_wait(yield[ignored]);
+  return std::move(sink.result);
 }
 
 }  // namespace gateway

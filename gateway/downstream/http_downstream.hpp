@@ -25,15 +25,15 @@ class http_downstream final : public downstream {
                   host_resolver& resolver);
   ~http_downstream() override;
 
+  bool start(const call_request& request, call_sink& sink, std::size_t index) override;
+  // The same call from a coroutine: start() and wait for it.
   call_result call(const call_request& request, boost::asio::yield_context yield) override;
   void close_idle(std::size_t worker) override;
 
- private:
-  enum class exchange_status { done, retry_on_fresh };
-  exchange_status exchange(connection_pool& pool, const call_request& request, bool reused_allowed,
-                           call_result& result, boost::asio::yield_context yield);
+  const downstream_settings& settings() const { return settings_; }
   std::string build_head(const call_request& request) const;
 
+ private:
   downstream_settings settings_;
   std::string host_header_;
   std::vector<std::unique_ptr<connection_pool>> pools_;  // indexed by worker
