@@ -459,7 +459,7 @@ scenario_d() {
   [ "$d_active" -gt 0 ] || die "d: no request in flight while wrk ran"
   local per
   per=$(calc %.0f "($d_rss_loaded - $rss_idle) * 1024 / $d_active")
-  notes+=("- d: open-file limit $limit -> $n connections; at the sample with the most in flight: http_server_active_requests $d_active, gateway_coroutines_active $d_coroutines ($(calc %.2f "$d_coroutines / $d_active") per aggregation: one per connection plus six calls), gateway VmRSS $d_rss_loaded kB vs $rss_idle kB idle: $per bytes per in-flight aggregation; answers since its start (warm-up included) that the gateway timed at over its 5 s deadline: $late")
+  notes+=("- d: open-file limit $limit -> $n connections; at the sample with the most in flight: http_server_active_requests $d_active, gateway_coroutines_active $d_coroutines ($(calc %.2f "$d_coroutines / $d_active") per aggregation: one per connection; HTTP calls need none, a SQL call one), gateway VmRSS $d_rss_loaded kB vs $rss_idle kB idle: $per bytes per in-flight aggregation; answers since its start (warm-up included) that the gateway timed at over its 5 s deadline: $late")
   check_target "d: memory per in-flight aggregation, bytes" "$per" "<=" 25000
 }
 

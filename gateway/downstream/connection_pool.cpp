@@ -20,8 +20,7 @@ connection_pool::handle connection_pool::take_idle() {
   while (!idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
-    if (now - conn->last_used < idle_timeout_ && conn->stream.socket().is_open() && current(*conn))
-      return conn;
+    if (now - conn->last_used < idle_timeout_ && conn->socket.is_open() && current(*conn)) return conn;
     discard(std::move(conn));
   }
   return nullptr;
@@ -67,13 +66,12 @@ void connection_pool::dequeue(waiter& w) {
 
 void connection_pool::release(handle conn) {
   // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
-  if (!conn->stream.socket().is_open() || !current(*conn)) {
+  if (!conn->socket.is_open() || !current(*conn)) {
     discard(std::move(conn));
     return;
   }
   conn->reused = true;
   conn->last_used = clock::now();
-  conn->stream.expires_never();
   if (!waiters_.empty()) {
     wake_first_waiter(std::move(conn));
     return;
@@ -83,8 +81,8 @@ void connection_pool::release(handle conn) {
 
 void connection_pool::close(handle conn) {
   error_code ignored;
-  conn->stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-  conn->stream.close();
+  conn->socket.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  conn->socket.close(ignored);
   --open_;
 }
 

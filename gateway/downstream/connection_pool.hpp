@@ -10,9 +10,9 @@
 #include "gateway/downstream/host_resolver.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <deque>
 #include <memory>
@@ -23,8 +23,8 @@ namespace gateway {
 class connection_pool {
  public:
   struct connection {
-    explicit connection(const boost::asio::any_io_executor& ex) : stream(ex) {}
-    boost::beast::tcp_stream stream;
+    explicit connection(const boost::asio::any_io_executor& ex) : socket(ex) {}
+    boost::asio::ip::tcp::socket socket;
     boost::beast::flat_buffer buffer;
     clock::time_point last_used{};
     bool reused = false;           // served an exchange before

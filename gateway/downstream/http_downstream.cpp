@@ -139,19 +139,45 @@ class http_call {
     error_code unresolved;
     conn_ = pool_.open(unresolved);
     if (!conn_) return fail(unresolved, "host not resolved");
-    conn_->stream.expires_at(std::min(deadline_, clock::now() + pool_.connect_timeout()));
-    hook_.emplace(cancel_, [this] { conn_->stream.cancel(); });
-    conn_->stream.async_connect(conn_->remote, [this](error_code ec) {
+    // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
+    // Runs at most once per call: a retry follows only a failed reused connection, never a new one.
+    const auto limit = clock::now() + pool_.connect_timeout();
+    if (limit < deadline_) {
+      timer_.emplace(pool_.executor(), limit);
+      timer_pending_ = true;
+      timer_->async_wait([this](const error_code& ec) {
+        timer_pending_ = false;
+        if (!ec && connecting_) {
+          connect_timed_out_ = true;
+          close_socket();
+        }
+        if (finished_) delete this;
+      });
+    }
+    connecting_ = true;
+    hook_.emplace(cancel_, [this] { close_socket(); });
+    conn_->socket.async_connect(conn_->remote, [this](error_code ec) {
+      connecting_ = false;
       hook_.reset();
-      if (!ec && cancel_.cancelled()) ec = net::error::operation_aborted;
+      if (timer_pending_) timer_->cancel();
+      if (connect_timed_out_) {
+        ec = net::error::timed_out;
+      } else if (!ec && cancel_.cancelled()) {
+        ec = net::error::operation_aborted;
+      }
       if (ec) {
         pool_.discard(std::move(conn_));
         return fail(ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
       }
       error_code ignored;
-      conn_->stream.socket().set_option(net::ip::tcp::no_delay(true), ignored);
+      conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
       write();
     });
+  }
+
+  void close_socket() {
+    error_code ignored;
+    conn_->socket.close(ignored);
   }
 
   void exchange(handle conn) {
@@ -162,11 +188,8 @@ class http_call {
   void write() {
     was_reused_ = conn_->reused;
     // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
-    hook_.emplace(cancel_, [this] {
-      error_code ignored;
-      conn_->stream.socket().close(ignored);
-    });
-    net::async_write(conn_->stream.socket(), net::buffer(head_),
+    hook_.emplace(cancel_, [this] { close_socket(); });
+    net::async_write(conn_->socket, net::buffer(head_),
                      [this](const error_code& ec, std::size_t) { written(ec); });
   }
 
@@ -186,7 +209,7 @@ class http_call {
     parser_->header_limit(response_header_limit);
     parser_->body_limit(settings_.max_response_bytes);
     conn_->buffer.clear();
-    http::async_read(conn_->stream.socket(), conn_->buffer, *parser_,
+    http::async_read(conn_->socket, conn_->buffer, *parser_,
                      [this](const error_code& read_ec, std::size_t) { read(read_ec); });
   }
 
@@ -228,7 +251,12 @@ class http_call {
     auto& sink = sink_;
     const auto index = index_;
     auto result = std::move(result_);
-    delete this;
+    if (timer_pending_) {  // its handler, due at once, deletes the call
+      finished_ = true;
+      timer_->cancel();
+    } else {
+      delete this;
+    }
     sink.call_finished(index, std::move(result));
   }
 
@@ -242,6 +270,10 @@ class http_call {
   std::string head_;
   handle conn_;
   bool was_reused_ = false;
+  bool connecting_ = false;
+  bool connect_timed_out_ = false;
+  bool timer_pending_ = false;  // the connect timer's handler has yet to run
+  bool finished_ = false;       // reported; the connect timer's handler deletes the call
   std::optional<cancel_source::scoped_hook> hook_;
   std::optional<net::steady_timer> timer_;
   connection_pool::waiter waiter_;

@@ -85,7 +85,8 @@ read_outcome read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
     stream.expires_after(state.closing ? std::min<clock::duration>(limits.idle_timeout, drain_idle_grace)
                                        : clock::duration(limits.idle_timeout));
     listed.set_idle(true);
-    const auto n = stream.async_read_some(buffer.prepare(4096), yield[ec]);
+    // Most requests are a few hundred bytes: a larger one grows the buffer as it is read.
+    const auto n = stream.async_read_some(buffer.prepare(1024), yield[ec]);
     listed.set_idle(false);
     if (ec) return {};
     buffer.commit(n);

@@ -105,6 +105,25 @@ TEST_CASE(
   check_clean_exit(gw);
 }
 
+TEST_CASE("a connection attempt that gets no answer falls back at connect_timeout", "[degraded][deadline]") {
+  mock_downstream mock({"--delay", "20ms"});
+  silent_port silent;
+  seed_config cfg{mock.url()};
+  cfg.connect_timeout = "150ms";  // the deadline is 800 ms
+  cfg.url_override["coupon"] = "http://127.0.0.1:" + std::to_string(silent.port());
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("T1"));
+  auto took = elapsed_since(start);
+
+  INFO("answered in " << took.count() << " ms");
+  check_offer(res, "T1", {"coupon"});
+  CHECK(took >= 100ms);
+  CHECK(took < 450ms);  // connect_timeout + generous slack, well before the deadline
+  check_clean_exit(gw);
+}
+
 TEST_CASE("a hung downstream: answered by the deadline, degraded, and its call cancelled",
           "[degraded][deadline]") {
   mock_downstream mock({"--delay", "20ms", "--path", "logistics-eta=hang"});

@@ -310,4 +310,32 @@ refused_port::~refused_port() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+silent_port::silent_port() {
+  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener_ < 0) throw http_error(errno_text("socket"));
+  sockaddr_in addr = make_address("127.0.0.1", 0);
+  socklen_t len = sizeof addr;
+  if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener_, 0) != 0 ||
+      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string msg = errno_text("listen");
+    ::close(listener_);
+    throw http_error(msg);
+  }
+  port_ = ntohs(addr.sin_port);
+  // Fill the accept queue: a backlog of 0 holds one connection; a second one waits in SYN state.
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) break;
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);  // EINPROGRESS: completes or hangs
+    fillers_.push_back(fd);
+  }
+  ::usleep(50'000);  // let the handshakes of the fillers land
+}
+
+silent_port::~silent_port() {
+  for (int fd : fillers_) ::close(fd);
+  if (listener_ >= 0) ::close(listener_);
+}
+
 }  // namespace test_support

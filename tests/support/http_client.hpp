@@ -104,4 +104,20 @@ class refused_port {
   std::uint16_t port_ = 0;
 };
 
+// A port on which a connection attempt hangs: a listener with a backlog of zero whose queue is already
+// filled by connections it never accepts, so Linux drops further SYNs and the connect stays pending.
+class silent_port {
+ public:
+  silent_port();
+  silent_port(const silent_port&) = delete;
+  silent_port& operator=(const silent_port&) = delete;
+  ~silent_port();
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  std::vector<int> fillers_;
+  std::uint16_t port_ = 0;
+};
+
 }  // namespace test_support
