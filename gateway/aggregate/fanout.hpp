@@ -14,7 +14,6 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <deque>
 #include <string_view>
 #include <vector>
 
@@ -49,7 +48,7 @@ class fanout final : private call_sink {
   void call_finished(std::size_t index, call_result&& result) override;
 
   boost::asio::steady_timer wake_;
-  std::deque<cancel_source> cancels_;         // stable addresses
+  std::vector<cancel_source> cancels_;        // sized once per run(): stable addresses while it runs
   std::vector<clock::time_point> deadlines_;  // per call: min(call timeout, request deadline)
   std::vector<call_result> results_;
   std::vector<bool> finished_;

@@ -179,7 +179,10 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       }
       break;
     }
-    const auto& req = parser.get();
+    const auto& req = parser.get();  // its strings live in the parser, not in `buffer`
+    // Nothing pipelined behind this request: free the read buffer while the request runs and the
+    // connection then idles (a few hundred bytes to allocate again for the next request).
+    if (buffer.size() == 0) buffer.shrink_to_fit();
     inbound_request in;
     in.method = std::string_view(req.method_string().data(), req.method_string().size());
     in.target = std::string_view(req.target().data(), req.target().size());
