@@ -7,19 +7,21 @@
 # usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]     scenarios: a100 a1000 b c d e (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
-#   --no-build  use build/release/bin as it is
-# environment: WRK_THREADS, MOCK_THREADS (default: nproc), BENCH_DB=sqlite (scenario e without PostgreSQL),
+#   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
+# environment: GATEWAY_BENCH_BIN (directory with gateway and mock-downstream; implies --no-build), WRK_THREADS,
+#              MOCK_THREADS (default: nproc), BENCH_DB=sqlite (scenario e without PostgreSQL),
 #              BENCH_KEEP=1 (keep the temporary directory with every process's output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bin=$root/build/release/bin
+bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
 all_scenarios=(a100 a1000 b c d e)
 
-usage() { sed -n '7,12s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
+usage() { sed -n '7,13s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
 quick=0
 build=1
+[ -z "${GATEWAY_BENCH_BIN:-}" ] || build=0
 scenarios=()
 while [ $# -gt 0 ]; do
   case $1 in
