@@ -4,9 +4,9 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include <optional>
 #include <stdexcept>
@@ -75,6 +75,44 @@ std::string http_downstream::build_head(const call_request& request) const {
   head.append("\r\n\r\n");
   return head;
 }
+
+// Reads a downstream's answer keeping only what a call needs: the status and the body (within the limit;
+// Beast's basic_parser enforces it and tracks keep-alive). Header fields are not stored, so a response
+// costs no allocation per field.
+class response_reader final : public http::basic_parser<false> {
+ public:
+  explicit response_reader(std::size_t body_limit) : limit_(body_limit) {
+    header_limit(response_header_limit);
+    this->body_limit(body_limit);
+  }
+  unsigned status() const { return status_; }
+  std::string& body() { return body_; }
+
+ private:
+  void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, error_code&) override {
+    status_ = static_cast<unsigned>(code);
+  }
+  void on_field_impl(http::field, beast::string_view, beast::string_view, error_code&) override {}
+  void on_header_impl(error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) body_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, limit_)));
+  }
+  std::size_t on_body_impl(beast::string_view data, error_code&) override {
+    body_.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view data, error_code&) override {
+    body_.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_finish_impl(error_code&) override {}
+
+  std::size_t limit_;
+  unsigned status_ = 0;
+  std::string body_;
+};
 
 // One call as a state machine on the I/O thread, without a stack of its own: acquire a connection
 // (idle, new, or wait for one at the cap), write the request, read the answer. The cancel_source hook
@@ -205,9 +243,7 @@ class http_call {
       pool_.discard(std::move(conn_));
       return fail(net::error::operation_aborted, "cancelled");
     }
-    parser_.emplace();
-    parser_->header_limit(response_header_limit);
-    parser_->body_limit(settings_.max_response_bytes);
+    parser_.emplace(settings_.max_response_bytes);
     conn_->buffer.clear();
     http::async_read(conn_->socket, conn_->buffer, *parser_,
                      [this](const error_code& read_ec, std::size_t) { read(read_ec); });
@@ -222,9 +258,8 @@ class http_call {
       if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
       return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
     }
-    auto& response = parser_->get();
-    result_.status = response.result_int();
-    if (response.keep_alive() && conn_->buffer.size() == 0) {
+    result_.status = parser_->status();
+    if (parser_->keep_alive() && conn_->buffer.size() == 0) {
       pool_.release(std::move(conn_));
     } else {
       pool_.discard(std::move(conn_));
@@ -232,7 +267,7 @@ class http_call {
     if (result_.status < 200 || result_.status > 299) {
       result_.outcome = call_outcome::error;
       result_.detail = result_.status >= 500 ? "status 5xx" : "status not 2xx";
-    } else if (!parse_json_object(std::move(response.body()), result_.body)) {
+    } else if (!parse_json_object(std::move(parser_->body()), result_.body)) {
       result_.outcome = call_outcome::error;
       result_.detail = "body not a JSON object";
     } else {
@@ -277,7 +312,7 @@ class http_call {
   std::optional<cancel_source::scoped_hook> hook_;
   std::optional<net::steady_timer> timer_;
   connection_pool::waiter waiter_;
-  std::optional<http::response_parser<http::string_body>> parser_;
+  std::optional<response_reader> parser_;
   call_result result_;
 };
 

@@ -6,7 +6,7 @@
 namespace mock {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, mode>, 9> modes = {{
+constexpr std::array<std::pair<std::string_view, mode>, 10> modes = {{
     {"ok", mode::ok},
     {"hang", mode::hang},
     {"fail", mode::fail},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<std::string_view, mode>, 9> modes = {{
     {"big", mode::big},
     {"drip", mode::drip},
     {"slowheaders", mode::slowheaders},
+    {"chunked", mode::chunked},
 }};
 
 }  // namespace
@@ -28,7 +29,7 @@ std::optional<mode> parse_mode(std::string_view text) {
 }
 
 std::string_view mode_names() {
-  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders";
+  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked";
 }
 
 bool is_valid_path_name(std::string_view name) {

@@ -19,6 +19,7 @@ enum class mode {
   big,          // 200 with a 2 MiB JSON object
   drip,         // 200 head at once, then the body one byte per second
   slowheaders,  // status line at once, then the rest of the head one byte per second
+  chunked,      // 200 like ok, in chunked transfer encoding, with the header fields of a real service
 };
 
 struct behaviour {

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 
 namespace mock {
 namespace {
@@ -115,6 +116,8 @@ class session {
         return drip(act, keep_alive);
       case mode::slowheaders:
         return slow_headers(act, keep_alive);
+      case mode::chunked:
+        return chunked(act, keep_alive);
       case mode::fail:
         body = fail_body;
         break;
@@ -149,6 +152,30 @@ class session {
       if (!sent(act, write(std::string_view(body).substr(i, 1)))) return false;
     }
     return finish(keep_alive);
+  }
+
+  // The ok body in two chunks (the first with an extension), after the header fields a real service sends.
+  bool chunked(const request_action& act, bool keep_alive) {
+    body_.clear();
+    append_ok_body(body_, act.name, act.sku);
+    const std::string_view body = body_;
+    const auto half = body.size() / 2;
+    auto chunk_size = [](std::size_t n) {
+      char text[17];
+      const int len = std::snprintf(text, sizeof text, "%zx", n);
+      return std::string(text, static_cast<std::size_t>(len));
+    };
+    head_ =
+        "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nServer: mock-downstream\r\n"
+        "Content-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\n"
+        "Vary: Accept-Encoding\r\nX-Request-Id: mock\r\nTransfer-Encoding: chunked\r\n";
+    head_ += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    head_ += chunk_size(half) + ";part=1\r\n";
+    head_ += body.substr(0, half);
+    head_ += "\r\n" + chunk_size(body.size() - half) + "\r\n";
+    head_ += body.substr(half);
+    head_ += "\r\n0\r\n\r\n";
+    return sent(act, write(head_)) && finish(keep_alive);
   }
 
   bool slow_headers(const request_action& act, bool keep_alive) {

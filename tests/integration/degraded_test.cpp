@@ -30,6 +30,19 @@ milliseconds expect_only_degraded(const std::string& call, const std::string& mo
 
 }  // namespace
 
+TEST_CASE("a chunked answer with many header fields is used like any other", "[degraded]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "coupon=chunked", "--path", "inventory=chunked"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(cfg.yaml());
+  for (int i = 0; i < 3; ++i) {  // on fresh, then kept-alive connections
+    auto res = http_get(gw.port(), offer_target("K1"));
+    check_offer(res, "K1", {});
+  }
+  auto stats = mock.stats();
+  CHECK(mock.path_counter(stats, "coupon", "requests") == 3);
+  check_clean_exit(gw);
+}
+
 TEST_CASE("a downstream answering 500 is degraded, the others are not", "[degraded]") {
   auto took = expect_only_degraded("coupon", "fail");
   CHECK(took < 400ms);  // a 500 is a failure at once, no waiting for the deadline
