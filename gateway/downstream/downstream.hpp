@@ -48,7 +48,12 @@ class downstream {
   virtual bool start(const call_request& /*request*/, call_sink& /*sink*/, std::size_t /*index*/) {
     return false;
   }
-  virtual call_result call(const call_request& request, boost::asio::yield_context yield) = 0;
+  // Runs the call in the caller's coroutine; only asked of downstreams whose start() returns false.
+  virtual call_result call(const call_request& /*request*/, boost::asio::yield_context /*yield*/) {
+    call_result result;
+    result.detail = "internal error";
+    return result;
+  }
   // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
   virtual void close_idle(std::size_t worker) = 0;
   // False while the downstream cannot serve at all (e.g. a database pool with no open connection).

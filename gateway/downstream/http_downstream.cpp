@@ -321,23 +321,4 @@ bool http_downstream::start(const call_request& request, call_sink& sink, std::s
   return true;
 }
 
-call_result http_downstream::call(const call_request& request, net::yield_context yield) {
-  struct waiting_sink final : call_sink {
-    explicit waiting_sink(const net::any_io_executor& ex) : timer(ex, clock::time_point::max()) {}
-    void call_finished(std::size_t, call_result&& r) override {
-      result = std::move(r);
-      finished = true;
-      timer.cancel();
-    }
-    net::steady_timer timer;
-    call_result result;
-    bool finished = false;
-  };
-  waiting_sink sink(yield.get_executor());
-  start(request, sink, 0);
-  error_code ignored;
-  if (!sink.finished) sink.timer.async_wait(yield[ignored]);
-  return std::move(sink.result);
-}
-
 }  // namespace gateway

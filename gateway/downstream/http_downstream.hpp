@@ -26,8 +26,6 @@ class http_downstream final : public downstream {
   ~http_downstream() override;
 
   bool start(const call_request& request, call_sink& sink, std::size_t index) override;
-  // The same call from a coroutine: start() and wait for it.
-  call_result call(const call_request& request, boost::asio::yield_context yield) override;
   void close_idle(std::size_t worker) override;
 
   const downstream_settings& settings() const { return settings_; }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <tuple>
 
 namespace test_support {
 namespace {
@@ -292,18 +293,29 @@ http_response http_get(std::uint16_t port, std::string_view target, const header
   return conn.get(target, headers, std::chrono::duration_cast<milliseconds>(deadline - steady::now()));
 }
 
-refused_port::refused_port() {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw http_error(errno_text("socket"));
+namespace {
+
+// A TCP socket bound to a free loopback port (listening with `backlog` unless it is negative): the socket
+// and the port; throws on failure.
+std::pair<int, std::uint16_t> loopback_socket(int backlog) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw http_error(errno_text("socket"));
   sockaddr_in addr = make_address("127.0.0.1", 0);
   socklen_t len = sizeof addr;
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      (backlog >= 0 && ::listen(fd, backlog) != 0) ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     std::string msg = errno_text("bind");
-    ::close(fd_);
+    ::close(fd);
     throw http_error(msg);
   }
-  port_ = ntohs(addr.sin_port);
+  return {fd, ntohs(addr.sin_port)};
+}
+
+}  // namespace
+
+refused_port::refused_port() {
+  std::tie(fd_, port_) = loopback_socket(-1);
 }
 
 refused_port::~refused_port() {
@@ -311,18 +323,8 @@ refused_port::~refused_port() {
 }
 
 silent_port::silent_port() {
-  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener_ < 0) throw http_error(errno_text("socket"));
-  sockaddr_in addr = make_address("127.0.0.1", 0);
-  socklen_t len = sizeof addr;
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listener_, 0) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::string msg = errno_text("listen");
-    ::close(listener_);
-    throw http_error(msg);
-  }
-  port_ = ntohs(addr.sin_port);
+  std::tie(listener_, port_) = loopback_socket(0);
+  sockaddr_in addr = make_address("127.0.0.1", port_);
   // Fill the accept queue: a backlog of 0 holds one connection; a second one waits in SYN state.
   for (int i = 0; i < 2; ++i) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
