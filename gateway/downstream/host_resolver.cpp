@@ -33,13 +33,21 @@ bool resolved_address::set(const tcp::endpoint& endpoint) {
   return true;
 }
 
+host_resolver::host_resolver() : state_(std::make_shared<state>()) {}
+
 host_resolver::~host_resolver() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+  if (!thread_.joinable()) return;
+  std::unique_lock lock(state_->mutex);
+  state_->stopping = true;
+  state_->wake.notify_all();
+  const bool exited =
+      state_->wake.wait_for(lock, std::chrono::milliseconds(500), [&] { return state_->exited; });
+  lock.unlock();
+  if (exited) {
+    thread_.join();
+  } else {
+    thread_.detach();  // blocked in getaddrinfo; it exits when that returns
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 std::shared_ptr<const resolved_address> host_resolver::add(const std::string& owner, const std::string& host,
@@ -48,48 +56,54 @@ std::shared_ptr<const resolved_address> host_resolver::add(const std::string& ow
   const auto literal = net::ip::make_address(host, ec);
   if (!ec) return std::make_shared<resolved_address>(tcp::endpoint(literal, port));
   auto address = std::make_shared<resolved_address>();
-  std::lock_guard lock(mutex_);
-  entries_.push_back({owner, host, port, refresh, address, clock::now(), first_retry, false, false});
-  ++untried_;
+  std::lock_guard lock(state_->mutex);
+  state_->entries.push_back({owner, host, port, refresh, address, clock::now(), first_retry, false, false});
+  ++state_->untried;
   return address;
 }
 
 void host_resolver::start(microseconds budget) {
-  if (entries_.empty() || thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
-  std::unique_lock lock(mutex_);
-  if (!wake_.wait_for(lock, budget, [this] { return untried_ == 0; })) {
+  if (state_->entries.empty() || thread_.joinable()) return;
+  thread_ = std::thread([st = state_] { run(st); });
+  std::unique_lock lock(state_->mutex);
+  if (!state_->wake.wait_for(lock, budget, [this] { return state_->untried == 0; })) {
     spdlog::warn("downstream names still resolving after {} ms; their calls fall back until they resolve",
                  std::chrono::duration_cast<milliseconds>(budget).count());
   }
 }
 
-void host_resolver::run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    auto next = std::min_element(entries_.begin(), entries_.end(),
+void host_resolver::run(const std::shared_ptr<state>& st) {
+  std::unique_lock lock(st->mutex);
+  while (!st->stopping) {
+    auto next = std::min_element(st->entries.begin(), st->entries.end(),
                                  [](const entry& a, const entry& b) { return a.due < b.due; });
     if (clock::now() < next->due) {
-      wake_.wait_until(lock, next->due);
+      st->wake.wait_until(lock, next->due);
       continue;
     }
     entry& e = *next;
-    lock.unlock();  // entries_ is fixed once started: `e` stays valid
-    resolve(e);
+    lock.unlock();  // entries is fixed once started: `e` stays valid
+    resolve(*st, e);
     lock.lock();
     if (!e.tried) {
       e.tried = true;
-      --untried_;
-      wake_.notify_all();
+      --st->untried;
+      st->wake.notify_all();
     }
   }
+  st->exited = true;
+  st->wake.notify_all();
 }
 
-void host_resolver::resolve(entry& e) {
+void host_resolver::resolve(state& st, entry& e) {
   net::io_context ioc;
   tcp::resolver resolver(ioc);
   boost::system::error_code ec;
   const auto results = resolver.resolve(e.host, std::to_string(e.port), ec);
+  {
+    std::lock_guard lock(st.mutex);
+    if (st.stopping) return;  // the gateway is going away: nothing to update or log
+  }
   if (ec || results.empty()) {
     if (!e.failing) {
       spdlog::warn("downstream '{}': cannot resolve {}: {}{}", e.owner, e.host,

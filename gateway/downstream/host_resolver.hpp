@@ -43,9 +43,11 @@ class resolved_address {
 
 class host_resolver {
  public:
-  host_resolver() = default;
+  host_resolver();
   host_resolver(const host_resolver&) = delete;
   host_resolver& operator=(const host_resolver&) = delete;
+  // Stops the thread. A lookup still blocked in getaddrinfo (an unreachable DNS server) is not waited for
+  // beyond a moment: the thread is left to finish it on its own and exit without touching anything else.
   ~host_resolver();
 
   // An IP literal gives a fixed address; a name is registered for resolution by start(). `owner` names
@@ -67,14 +69,19 @@ class host_resolver {
     bool tried = false;
     bool failing = false;
   };
-  void run();
-  void resolve(entry& e);
+  // Shared with the thread, which may outlive the resolver (see the destructor).
+  struct state {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::vector<entry> entries;  // fixed once start() runs
+    bool stopping = false;
+    bool exited = false;
+    std::size_t untried = 0;
+  };
+  static void run(const std::shared_ptr<state>& st);
+  static void resolve(state& st, entry& e);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<entry> entries_;  // fixed once start() runs
-  bool stopping_ = false;
-  std::size_t untried_ = 0;
+  std::shared_ptr<state> state_;
   std::thread thread_;
 };
 
