@@ -9,14 +9,9 @@ ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${BUILD_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
-# Dependency layer: rebuilt only when this list changes.
-RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends \
-      g++ cmake ninja-build ccache pkg-config \
-      libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev \
-      nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev \
-      libssl-dev libpq-dev libsqlite3-dev sqlite3 \
- && rm -rf /var/lib/apt/lists/*
+# Dependency layer: rebuilt only when the package list in scripts/setup.sh changes.
+COPY scripts/setup.sh /tmp/setup.sh
+RUN /tmp/setup.sh build && rm -rf /var/lib/apt/lists/* /tmp/setup.sh
 WORKDIR /src
 # The reference data first: it changes less often than the code.
 COPY scripts/seed-db.sh scripts/

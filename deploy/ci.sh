@@ -31,18 +31,7 @@ work=$(mktemp -d)
 mkdir -p "$cache"
 
 # ---- Packages and podman's configuration (in files of this run, not the machine's /etc/containers)
-packages=(podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
-  debootstrap yamllint curl)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  step "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/setup.sh deploy
 for tool in kubectl node npm; do
   command -v "$tool" >/dev/null || fail "$tool is required (kubectl renders the kustomizations, node validates them)"
 done

@@ -546,24 +546,7 @@ YAML
 
 # ------------------------------------------------------------------------------------------------- main
 
-install_tools() {
-  local missing=() sudo=""
-  command -v wrk >/dev/null || missing+=(wrk)
-  command -v gnuplot >/dev/null || missing+=(gnuplot-nox)
-  command -v curl >/dev/null || missing+=(curl)
-  command -v sqlite3 >/dev/null || missing+=(sqlite3)
-  [ ${#missing[@]} -gt 0 ] || return 0
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "missing ${missing[*]} and not root (no sudo): install them first"
-    sudo=sudo
-  fi
-  say "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-  $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
-}
-
-install_tools
+scripts/setup.sh build test bench >&2 || die "installing packages failed"
 if [ $build -eq 1 ]; then
   say "building release (scripts/build.sh release)"
   scripts/build.sh release >"$work/build.log" 2>&1 || die "build failed: $(tail -n 30 "$work/build.log")"

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build, the quick start and the tests need (only those missing):
-# the tests start their own throwaway PostgreSQL clusters; the quick start seeds a SQLite file. Idempotent.
+# Installs the Debian 12 packages of the named groups (only those missing). Idempotent.
+#   scripts/setup.sh [GROUP...]     default: build test
+#   build   compiler, CMake, Ninja, ccache and the libraries (what the Dockerfile's build stage needs)
+#   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl
+#   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3
+#   deploy  deploy/ci.sh: podman and its runtime pieces, debootstrap, yamllint, curl
+# Through sudo when not root.
 set -euo pipefail
 
-packages=(
-  g++ cmake ninja-build ccache pkg-config
-  libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
-  nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2
-  libssl-dev libpq-dev libsqlite3-dev
-  postgresql sqlite3
-  curl
+declare -A groups=(
+  [build]="g++ cmake ninja-build ccache pkg-config
+    libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
+    nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
+    libssl-dev libpq-dev libsqlite3-dev sqlite3"
+  [test]="catch2 postgresql sqlite3 curl"
+  [bench]="wrk gnuplot-nox curl sqlite3"
+  [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
+    debootstrap yamllint curl"
 )
+
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=(build test)
+packages=()
+for group in "${selected[@]}"; do
+  [ -n "${groups[$group]:-}" ] || { echo "setup.sh: unknown group '$group' (build test bench deploy)" >&2; exit 2; }
+  # shellcheck disable=SC2206  # the list is split on whitespace on purpose
+  packages+=(${groups[$group]})
+done
 
 missing=()
 for p in "${packages[@]}"; do
+  [[ " ${missing[*]-} " == *" $p "* ]] && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -21,8 +38,11 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 
 sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "installing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup.sh: missing ${missing[*]}, not root and no sudo" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2

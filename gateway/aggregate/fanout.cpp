@@ -17,7 +17,8 @@ void fanout::cancel(cancel_reason why) {
   }
 }
 
-call_request fanout::make_request(std::size_t index, const fanout_request& request, std::string& target) {
+call_request fanout::make_request(std::size_t index, std::string& target) {
+  const auto& request = *request_;
   const auto& call = request.route->calls[index];
   if (!call.path.pieces().empty()) target.reserve(64);
   call.path.expand(target, [&](const std::string& name) -> std::string_view {
@@ -52,7 +53,8 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   if (--pending_ == 0) wake_.cancel();
 }
 
-void fanout::start_call(std::size_t index, const fanout_request& request) {
+void fanout::start_call(std::size_t index) {
+  const auto& request = *request_;
   if (deadlines_[index] <= clock::now()) {  // no time left: don't bother the downstream
     call_result result;
     result.outcome = call_outcome::timeout;
@@ -61,7 +63,7 @@ void fanout::start_call(std::size_t index, const fanout_request& request) {
   }
   {
     std::string target;
-    if ((*request.targets)[index]->start(make_request(index, request, target), *this, index)) return;
+    if ((*request.targets)[index]->start(make_request(index, target), *this, index)) return;
   }
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
@@ -71,7 +73,7 @@ void fanout::start_call(std::size_t index, const fanout_request& request) {
         call_result result;
         try {
           std::string target;
-          result = (*request.targets)[index]->call(make_request(index, request, target), child);
+          result = (*request.targets)[index]->call(make_request(index, target), child);
         } catch (const std::exception& e) {
           spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[index].name, e.what());
           result = call_result{};
@@ -102,7 +104,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   }
 
   request_ = &request;
-  for (std::size_t i = 0; i < n; ++i) start_call(i, request);
+  for (std::size_t i = 0; i < n; ++i) start_call(i);
 
   // One timer enforces every call's deadline: it sleeps until the earliest deadline of a call still
   // running, cancels the calls whose deadline has passed, and sleeps again. The last call to finish

@@ -43,8 +43,8 @@ class fanout final : private call_sink {
   void cancel(cancel_reason why);
 
  private:
-  call_request make_request(std::size_t index, const fanout_request& request, std::string& target);
-  void start_call(std::size_t index, const fanout_request& request);
+  call_request make_request(std::size_t index, std::string& target);
+  void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
 
   boost::asio::steady_timer wake_;
