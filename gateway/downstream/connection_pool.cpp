@@ -20,7 +20,9 @@ connection_pool::handle connection_pool::take_idle() {
   while (!idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
-    if (now - conn->last_used < idle_timeout_ && conn->socket.is_open() && current(*conn)) return conn;
+    if (now - conn->last_used < idle_timeout_ && conn->socket.is_open() && !conn->stale && current(*conn)) {
+      return conn;
+    }
     discard(std::move(conn));
   }
   return nullptr;
@@ -54,7 +56,7 @@ connection_pool::handle connection_pool::open(error_code& ec) {
     release_slot();
     return nullptr;
   }
-  auto conn = std::make_unique<connection>(ex_);
+  auto conn = std::make_unique<connection>(ex_, *this);
   conn->generation = generation;
   conn->remote = *endpoint;
   return conn;
@@ -66,10 +68,12 @@ void connection_pool::dequeue(waiter& w) {
 
 void connection_pool::release(handle conn) {
   // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
-  if (!conn->socket.is_open() || !current(*conn)) {
+  if (!conn->socket.is_open() || conn->stale || !current(*conn)) {
     discard(std::move(conn));
     return;
   }
+  conn->user = nullptr;
+  if (!conn->readiness.waiting()) conn->readiness.wait(*conn);
   conn->reused = true;
   conn->last_used = clock::now();
   if (!waiters_.empty()) {
@@ -77,6 +81,23 @@ void connection_pool::release(handle conn) {
     return;
   }
   idle_.push_back(std::move(conn));
+}
+
+void connection_pool::connection::on_readable(const error_code& ec) {
+  if (user != nullptr) {
+    user->on_readable(ec);
+  } else {
+    pool.idle_readable(*this);
+  }
+}
+
+void connection_pool::idle_readable(connection& conn) {
+  conn.stale = true;  // if a waiter holds it already, the call discards it
+  const auto it = std::find_if(idle_.begin(), idle_.end(), [&](const handle& h) { return h.get() == &conn; });
+  if (it == idle_.end()) return;
+  handle stale = std::move(*it);
+  idle_.erase(it);
+  discard(std::move(stale));
 }
 
 void connection_pool::close(handle conn) {

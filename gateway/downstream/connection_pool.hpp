@@ -7,6 +7,7 @@
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/core/duration.hpp"
+#include "gateway/core/read_readiness.hpp"
 #include "gateway/downstream/host_resolver.hpp"
 
 #include <boost/asio/error.hpp>
@@ -22,12 +23,26 @@ namespace gateway {
 
 class connection_pool {
  public:
-  struct connection {
-    explicit connection(const boost::asio::any_io_executor& ex) : socket(ex) {}
+  // A connection is watched for input from connect to close (read_readiness): the call using it is told
+  // when its answer arrives; while it idles in the pool, anything arriving (the downstream closing it,
+  // or bytes nobody asked for) marks it stale and closes it.
+  struct connection final : read_readiness::listener {
+    connection(const boost::asio::any_io_executor& ex, connection_pool& owner)
+        : socket(ex), readiness(socket), pool(owner) {}
+    ~connection() {
+      boost::system::error_code ignored;
+      socket.close(ignored);  // before `readiness` goes: a queued wait completes aborted and frees itself
+    }
+    void on_readable(const boost::system::error_code& ec) override;
+
     boost::asio::ip::tcp::socket socket;
     boost::beast::flat_buffer buffer;
+    read_readiness readiness;
+    connection_pool& pool;
+    read_readiness::listener* user = nullptr;  // the call exchanging on it; null while idle
     clock::time_point last_used{};
     bool reused = false;           // served an exchange before
+    bool stale = false;            // input arrived while idle: not fit for another exchange
     std::uint64_t generation = 0;  // of the address it was opened to
     boost::asio::ip::tcp::endpoint remote;
   };
@@ -64,13 +79,14 @@ class connection_pool {
   const boost::asio::any_io_executor& executor() const { return ex_; }
   microseconds connect_timeout() const { return connect_timeout_; }
 
-  // Returns a connection whose last exchange finished cleanly, for reuse.
+  // Returns a connection whose last exchange finished cleanly, for reuse; watches it while idle.
   void release(handle conn);
   // Closes a connection (failed or unfinished exchange) and frees its slot.
   void discard(handle conn);
   void close_idle();
 
  private:
+  void idle_readable(connection& conn);
   void wake_first_waiter(handle conn);
   void close(handle conn);  // closes without waking a waiter
   bool current(const connection& conn) const { return conn.generation == address_->generation(); }

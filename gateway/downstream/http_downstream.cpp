@@ -6,8 +6,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
 
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <optional>
 #include <stdexcept>
 
@@ -21,6 +24,9 @@ using boost::system::error_code;
 namespace {
 
 constexpr std::size_t response_header_limit = 16 * 1024;
+// Unparsed bytes a connection may hold: a header in progress, or a chunk header line (body bytes go to
+// the body as they are parsed).
+constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
 
 // Marks the result of a failed exchange: the parent's cancellation wins over the error it caused.
 void mark_failed(call_result& r, const cancel_source& cancel, const error_code& ec, const char* what) {
@@ -84,6 +90,7 @@ class response_reader final : public http::basic_parser<false> {
   explicit response_reader(std::size_t body_limit) : limit_(body_limit) {
     header_limit(response_header_limit);
     this->body_limit(body_limit);
+    eager(true);
   }
   unsigned status() const { return status_; }
   std::string& body() { return body_; }
@@ -118,7 +125,11 @@ class response_reader final : public http::basic_parser<false> {
 // (idle, new, or wait for one at the cap), write the request, read the answer. The cancel_source hook
 // closes whatever is pending, so every step ends promptly once the call is cancelled. Deletes itself
 // after reporting to the sink.
-class http_call {
+//
+// The exchange costs two system calls when all goes well: the request is sent at once (`send`; Asio's
+// async_write only for what the socket does not take), and the answer is read when epoll reports it
+// (read_readiness), by `recv` until a short read, never speculatively before it can be there.
+class http_call final : public read_readiness::listener {
  public:
   http_call(const http_downstream& downstream, connection_pool& pool, const call_request& request,
             call_sink& sink, std::size_t index)
@@ -219,6 +230,10 @@ class http_call {
   }
 
   void exchange(handle conn) {
+    if (conn->stale) {  // the downstream closed it while it was being handed over
+      pool_.discard(std::move(conn));
+      return attempt(false);
+    }
     conn_ = std::move(conn);
     write();
   }
@@ -227,8 +242,22 @@ class http_call {
     was_reused_ = conn_->reused;
     // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
     hook_.emplace(cancel_, [this] { close_socket(); });
-    net::async_write(conn_->socket, net::buffer(head_),
-                     [this](const error_code& ec, std::size_t) { written(ec); });
+    parser_.emplace(settings_.max_response_bytes);
+    conn_->buffer.clear();
+    conn_->user = this;
+    if (!conn_->readiness.waiting()) conn_->readiness.wait(*conn_);
+    const auto sent =
+        ::send(conn_->socket.native_handle(), head_.data(), head_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent == static_cast<ssize_t>(head_.size())) return;  // the answer is awaited
+    if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return written(error_code(errno, boost::system::system_category()));
+    }
+    writing_ = true;
+    net::async_write(conn_->socket, net::buffer(head_) + static_cast<std::size_t>(std::max<ssize_t>(sent, 0)),
+                     [this](const error_code& ec, std::size_t) {
+                       writing_ = false;
+                       written(ec);
+                     });
   }
 
   void written(const error_code& ec) {
@@ -238,15 +267,63 @@ class http_call {
       if (was_reused_ && !cancel_.cancelled() && retryable(ec)) return attempt(false);
       return fail(ec, "write failed");
     }
-    if (cancel_.cancelled()) {  // fired while the write completed: don't start the read
+    if (cancel_.cancelled()) {  // fired while the write completed: don't read
       hook_.reset();
       pool_.discard(std::move(conn_));
       return fail(net::error::operation_aborted, "cancelled");
     }
-    parser_.emplace(settings_.max_response_bytes);
-    conn_->buffer.clear();
-    http::async_read(conn_->socket, conn_->buffer, *parser_,
-                     [this](const error_code& read_ec, std::size_t) { read(read_ec); });
+    if (std::exchange(readable_early_, false)) on_readable(error_code());
+  }
+
+  // The connection has input (or was closed under the call: `ec`). Reads until a short read, parsing as
+  // it goes; waits again when the answer is still incomplete.
+  void on_readable(const error_code& ec) override {
+    if (writing_) {  // an early answer (or an error) waits until the request is written
+      readable_early_ = !ec;
+      return;
+    }
+    if (ec) return read(ec);
+    const int fd = conn_->socket.native_handle();
+    for (;;) {
+      auto& buffer = conn_->buffer;
+      const auto room = std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, 65536);
+      const auto space = buffer.prepare(room);
+      const auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return conn_->readiness.wait(*conn_);
+        return read(error_code(errno, boost::system::system_category()));
+      }
+      if (n == 0) return end_of_stream();
+      buffer.commit(static_cast<std::size_t>(n));
+      error_code parse_ec;
+      while (buffer.size() > 0 && !parser_->is_done()) {
+        const auto used = parser_->put(buffer.data(), parse_ec);
+        buffer.consume(used);
+        if (parse_ec == http::error::need_more) {
+          parse_ec = {};
+          break;
+        }
+        if (parse_ec) return read(parse_ec);
+        if (used == 0) break;
+      }
+      if (parser_->is_done()) {
+        // A full read may have left more behind (bytes past the answer): then the connection is not reused.
+        drained_ = static_cast<std::size_t>(n) < space.size();
+        return read(error_code());
+      }
+      if (buffer.size() > read_buffer_limit) return read(http::error::buffer_overflow);
+      if (static_cast<std::size_t>(n) < space.size()) return conn_->readiness.wait(*conn_);
+    }
+  }
+
+  // The downstream closed the connection: the end of an answer without a length, or a failure.
+  void end_of_stream() {
+    if (!parser_->got_some()) return read(http::error::end_of_stream);
+    error_code ec;
+    parser_->put_eof(ec);
+    drained_ = false;  // closed: never reused
+    read(ec);
   }
 
   void read(const error_code& ec) {
@@ -259,7 +336,7 @@ class http_call {
       return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
     }
     result_.status = parser_->status();
-    if (parser_->keep_alive() && conn_->buffer.size() == 0) {
+    if (parser_->keep_alive() && drained_ && conn_->buffer.size() == 0) {
       pool_.release(std::move(conn_));
     } else {
       pool_.discard(std::move(conn_));
@@ -305,6 +382,9 @@ class http_call {
   std::string head_;
   handle conn_;
   bool was_reused_ = false;
+  bool writing_ = false;         // the part of the request `send` did not take is being written
+  bool readable_early_ = false;  // input arrived while writing_
+  bool drained_ = false;         // the answer's last read was short: nothing more was waiting
   bool connecting_ = false;
   bool connect_timed_out_ = false;
   bool timer_pending_ = false;  // the connect timer's handler has yet to run

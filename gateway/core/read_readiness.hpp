@@ -1,0 +1,48 @@
+#pragma once
+// Tells when a TCP socket has something to read (data, end of stream or an error) without a system call
+// to start waiting. Asio's own ways to wait cost one each time on epoll: `async_read_some` first tries a
+// `recv` that fails with EAGAIN when the answer cannot be there yet (just after writing a request), and
+// `async_wait` re-arms the descriptor with `epoll_ctl`. The socket is already registered edge-triggered
+// for input, so a queued operation that never reads by itself is enough: epoll reports the next arrival.
+//
+// The contract that makes this correct with edge triggering: after a wake-up, the owner reads until a
+// `recv` returns fewer bytes than it asked for (or EAGAIN), then calls wait() again before returning to the
+// event loop. Data that arrives later raises a new edge, reported while the wait is queued.
+//
+// One wait at a time; the listener runs on the socket's executor, with an error (operation_aborted) when
+// the socket is cancelled or closed. Destroying this object with a wait queued is allowed only after the
+// socket was closed (or together with it): the queued operation then frees itself when Asio completes or
+// discards it. Uses Asio 1.81's epoll reactor (the socket's io_context must use it; checked at compile
+// time).
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace gateway {
+
+class read_readiness {
+ public:
+  class listener {
+   public:
+    virtual void on_readable(const boost::system::error_code& ec) = 0;
+
+   protected:
+    ~listener() = default;
+  };
+
+  explicit read_readiness(boost::asio::ip::tcp::socket& socket);
+  read_readiness(const read_readiness&) = delete;
+  read_readiness& operator=(const read_readiness&) = delete;
+  ~read_readiness();
+
+  // Queues the wait; `l` is called once, when the socket becomes readable or the wait is aborted.
+  void wait(listener& l);
+  bool waiting() const;
+
+ private:
+  struct op;
+  boost::asio::ip::tcp::socket& socket_;
+  op* op_;
+};
+
+}  // namespace gateway
