@@ -4,7 +4,7 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]     scenarios: a100 a1000 b c d e (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b c d e (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 a1000 b c d e)
+all_scenarios=(a100 floor a1000 b c d e)
 
 usage() { sed -n '7,13s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | a1000 | b | c | d | e) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | c | d | e) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -122,12 +122,26 @@ $(cat "$work/$name.check")"
   [ -n "$gw_port" ] && [ -n "$admin_port" ] || die "cannot read the gateway's ports from its stdout"
 }
 
-# Stops the gateway (a drain with drain_delay 0s: it must exit 0) and the mock.
+# start_floor NAME: floor-proxy (loadtest/floor/) in the gateway's place, against the running mock; sets
+# gw_pid and gw_port, and no admin_port (it has no metrics).
+start_floor() {
+  local name=$1
+  "$bin/floor-proxy" --listen 127.0.0.1:0 --downstream "127.0.0.1:$mock_port" --threads "$(nproc)" \
+    >"$work/$name.floor.out" 2>"$work/$name.floor.err" &
+  gw_pid=$!
+  pids+=("$gw_pid")
+  wait_for_line "$work/$name.floor.out" "^floor listening on" "$gw_pid" floor-proxy "$work/$name.floor.err"
+  gw_port=$(port_of "$work/$name.floor.out" floor)
+  admin_port=""
+}
+
+# Stops the gateway (a drain with drain_delay 0s: it must exit 0; floor-proxy just ends) and the mock.
 stop_servers() {
   local name=$1
   if [ -n "${gw_pid:-}" ]; then
     stop_process "$gw_pid"
-    [ "$stop_status" -eq 0 ] || problem "$name: the gateway exited with status $stop_status on SIGTERM"
+    [ "$stop_status" -eq 0 ] || [ -z "$admin_port" ] ||
+      problem "$name: the gateway exited with status $stop_status on SIGTERM"
     gw_pid=""
   fi
   if [ -n "${mock_pid:-}" ]; then
@@ -209,6 +223,7 @@ metric() {  # metric NAME: the first sample of that family from the admin listen
     awk -v n="$1" '!found && ($1 == n || index($1, n "{") == 1) {print $2; found = 1}'
 }
 fallbacks() {  # the gateway's fallbacks by call since it started, e.g. "coupon=3, inventory=12", or "none"
+  [ -n "$admin_port" ] || { echo "- (no gateway)"; return; }
   curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
     /^gateway_fallbacks_total\{/ && $2 > 0 {
       match($1, /call="[^"]*"/); out = out sep substr($1, RSTART + 6, RLENGTH - 7) "=" $2; sep = ", " }
@@ -341,6 +356,19 @@ scenario_a100() {
   check_target "a100: P99 ms" "$last_p99" "<=" 160
   check_target "a100: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
   check_target "a100: mock CPU per call, us" "$last_mock_call" "<=" 70
+}
+
+# floor: a100's load against floor-proxy instead of the gateway: the same seven exchanges per request on raw
+# epoll with no HTTP library and no JSON, i.e. the least CPU and latency this machine allows for the
+# workload. Its row is a reference for the gateway's, not a product.
+scenario_floor() {
+  local conns=100 secs=20
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  start_mock floor --delay 150ms
+  start_floor floor
+  measure floor "$conns" "$secs" "$(limit_of "$conns" 150)" \
+    "floor (raw epoll, no gateway): $conns connections, every downstream 150 ms; latency by percentile"
+  stop_servers floor
 }
 
 scenario_a1000() {
