@@ -1,10 +1,10 @@
 #include "gateway/downstream/http_downstream.hpp"
 
 #include "gateway/downstream/connection_pool.hpp"
+#include "gateway/downstream/response_parser.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 
 #include <sys/socket.h>
@@ -81,45 +81,6 @@ std::string http_downstream::build_head(const call_request& request) const {
   head.append("\r\n\r\n");
   return head;
 }
-
-// Reads a downstream's answer keeping only what a call needs: the status and the body (within the limit;
-// Beast's basic_parser enforces it and tracks keep-alive). Header fields are not stored, so a response
-// costs no allocation per field.
-class response_reader final : public http::basic_parser<false> {
- public:
-  explicit response_reader(std::size_t body_limit) : limit_(body_limit) {
-    header_limit(response_header_limit);
-    this->body_limit(body_limit);
-    eager(true);
-  }
-  unsigned status() const { return status_; }
-  std::string& body() { return body_; }
-
- private:
-  void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
-  void on_response_impl(int code, beast::string_view, int, error_code&) override {
-    status_ = static_cast<unsigned>(code);
-  }
-  void on_field_impl(http::field, beast::string_view, beast::string_view, error_code&) override {}
-  void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
-    if (length) body_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, limit_)));
-  }
-  std::size_t on_body_impl(beast::string_view data, error_code&) override {
-    body_.append(data.data(), data.size());
-    return data.size();
-  }
-  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view data, error_code&) override {
-    body_.append(data.data(), data.size());
-    return data.size();
-  }
-  void on_finish_impl(error_code&) override {}
-
-  std::size_t limit_;
-  unsigned status_ = 0;
-  std::string body_;
-};
 
 // One call as a state machine on the I/O thread, without a stack of its own: acquire a connection
 // (idle, new, or wait for one at the cap), write the request, read the answer. The cancel_source hook
@@ -242,7 +203,7 @@ class http_call final : public read_readiness::listener {
     was_reused_ = conn_->reused;
     // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
     hook_.emplace(cancel_, [this] { close_socket(); });
-    parser_.emplace(settings_.max_response_bytes);
+    parser_.emplace(settings_.max_response_bytes, response_header_limit);
     conn_->buffer.clear();
     conn_->user = this;
     if (!conn_->readiness.waiting()) conn_->readiness.wait(*conn_);
@@ -297,16 +258,10 @@ class http_call final : public read_readiness::listener {
       if (n == 0) return end_of_stream();
       buffer.commit(static_cast<std::size_t>(n));
       error_code parse_ec;
-      while (buffer.size() > 0 && !parser_->is_done()) {
-        const auto used = parser_->put(buffer.data(), parse_ec);
-        buffer.consume(used);
-        if (parse_ec == http::error::need_more) {
-          parse_ec = {};
-          break;
-        }
-        if (parse_ec) return read(parse_ec);
-        if (used == 0) break;
-      }
+      const auto data = buffer.data();
+      buffer.consume(
+          parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
+      if (parse_ec && parse_ec != http::error::need_more) return read(parse_ec);
       if (parser_->is_done()) {
         // A full read may have left more behind (bytes past the answer): then the connection is not reused.
         drained_ = static_cast<std::size_t>(n) < space.size();
@@ -392,7 +347,7 @@ class http_call final : public read_readiness::listener {
   std::optional<cancel_source::scoped_hook> hook_;
   std::optional<net::steady_timer> timer_;
   connection_pool::waiter waiter_;
-  std::optional<response_reader> parser_;
+  std::optional<response_parser> parser_;
   call_result result_;
 };
 

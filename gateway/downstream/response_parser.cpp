@@ -1,0 +1,318 @@
+#include "gateway/downstream/response_parser.hpp"
+
+#include <boost/beast/http/error.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace gateway {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t chunk_line_limit = 4096;  // a chunk-size line with its extensions
+
+// RFC 9110 token characters, by byte.
+constexpr auto tchar_table = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+bool is_token(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return tchar_table[static_cast<unsigned char>(c)]; });
+}
+
+// Field values and reason phrases: visible characters, spaces, tabs and obs-text; no other controls.
+bool is_text(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c == '\t' || c >= 0x20 ? c != 0x7f : false;
+  });
+}
+
+bool iequals(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto c = static_cast<unsigned char>(a[i]);
+    if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
+    if (c != static_cast<unsigned char>(lower[i])) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Calls `fn(token)` for each element of a comma-separated list (empty elements skipped).
+template <class Fn>
+void for_each_token(std::string_view list, Fn fn) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const auto token = trim(list.substr(0, comma));
+    if (!token.empty()) fn(token);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+response_parser::response_parser(std::size_t body_limit, std::size_t header_limit)
+    : body_limit_(body_limit), header_limit_(header_limit) {}
+
+std::size_t response_parser::put(std::string_view data, error_code& ec) {
+  ec = {};
+  if (!data.empty()) got_some_ = true;
+  std::size_t used = 0;
+  while (state_ != state::done) {
+    const auto rest = data.substr(used);
+    std::size_t n = 0;
+    switch (state_) {
+      case state::head:
+        n = parse_head(rest, ec);
+        break;
+      case state::chunk_size:
+        n = parse_chunk_size(rest, ec);
+        break;
+      case state::trailers:
+        n = parse_trailers(rest, ec);
+        break;
+      case state::body_length:
+      case state::chunk_data:
+        if (rest.empty()) {
+          ec = http::error::need_more;
+          break;
+        }
+        n = static_cast<std::size_t>(std::min<std::uint64_t>(length_, rest.size()));
+        if (!append(rest.substr(0, n), ec)) break;
+        length_ -= n;
+        if (length_ == 0) state_ = state_ == state::body_length ? state::done : state::chunk_crlf;
+        break;
+      case state::body_to_eof:
+        if (rest.empty()) {
+          ec = http::error::need_more;
+          break;
+        }
+        n = rest.size();
+        append(rest, ec);
+        break;
+      case state::chunk_crlf:
+        if (rest.size() < 2) {
+          ec = http::error::need_more;
+        } else if (rest.substr(0, 2) != "\r\n") {
+          ec = http::error::bad_chunk;
+        } else {
+          n = 2;
+          state_ = state::chunk_size;
+        }
+        break;
+      case state::done:
+        break;
+    }
+    if (ec) return used;
+    used += n;
+  }
+  return used;
+}
+
+void response_parser::put_eof(error_code& ec) {
+  ec = {};
+  if (state_ == state::body_to_eof) {
+    state_ = state::done;
+  } else if (state_ != state::done) {
+    ec = http::error::partial_message;
+  }
+}
+
+std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
+  const auto end = data.find("\r\n\r\n", scanned_ >= 3 ? scanned_ - 3 : 0);
+  if (end == std::string_view::npos) {
+    scanned_ = data.size();
+    ec = data.size() > header_limit_ ? error_code(http::error::header_limit)
+                                     : error_code(http::error::need_more);
+    return 0;
+  }
+  if (end + 4 > header_limit_) {
+    ec = http::error::header_limit;
+    return 0;
+  }
+  auto lines = data.substr(0, end + 2);  // each line with its CRLF
+  bool first = true;
+  while (!lines.empty()) {
+    const auto eol = lines.find("\r\n");
+    const auto line = lines.substr(0, eol);  // a stray CR or LF in it fails the character checks
+    lines.remove_prefix(eol + 2);
+    if (first) {
+      if (!parse_status_line(line)) {
+        ec = http::error::bad_status;
+        return 0;
+      }
+      first = false;
+    } else if (!parse_field(line, ec)) {
+      return 0;
+    }
+  }
+  if (te_seen_ && has_length_) {  // framing a downstream must not send: refuse rather than guess
+    ec = http::error::bad_transfer_encoding;
+    return 0;
+  }
+  keep_alive_ = http10_ ? connection_keep_alive_ && !connection_close_ : !connection_close_;
+  if (status_ / 100 == 1 || status_ == 204 || status_ == 304) {
+    state_ = state::done;
+  } else if (chunked_) {
+    state_ = state::chunk_size;
+  } else if (has_length_ && !te_seen_) {
+    if (length_ > body_limit_) {
+      ec = http::error::body_limit;
+      return 0;
+    }
+    body_.reserve(static_cast<std::size_t>(length_));
+    state_ = length_ == 0 ? state::done : state::body_length;
+  } else {
+    state_ = state::body_to_eof;
+    keep_alive_ = false;
+  }
+  return end + 4;
+}
+
+// HTTP/1.x SP 3DIGIT [SP reason-phrase]
+bool response_parser::parse_status_line(std::string_view line) {
+  if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || line[7] < '0' || line[7] > '9' ||
+      line[8] != ' ') {
+    return false;
+  }
+  http10_ = line[7] == '0';
+  unsigned code = 0;
+  for (std::size_t i = 9; i < 12; ++i) {
+    if (line[i] < '0' || line[i] > '9') return false;
+    code = code * 10 + static_cast<unsigned>(line[i] - '0');
+  }
+  if (code < 100) return false;
+  if (line.size() > 12 && (line[12] != ' ' || !is_text(line.substr(13)))) return false;
+  status_ = code;
+  return true;
+}
+
+bool response_parser::parse_field(std::string_view line, error_code& ec) {
+  const auto colon = line.find(':');
+  const auto name = line.substr(0, colon);
+  if (colon == std::string_view::npos || !is_token(name)) {
+    ec = (!line.empty() && (line[0] == ' ' || line[0] == '\t')) ? http::error::bad_obs_fold
+                                                                : http::error::bad_field;
+    return false;
+  }
+  const auto value = trim(line.substr(colon + 1));
+  if (!is_text(value)) {
+    ec = http::error::bad_value;
+    return false;
+  }
+  if (iequals(name, "content-length")) {
+    if (value.empty() || value.size() > 18 ||
+        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ec = http::error::bad_content_length;
+      return false;
+    }
+    std::uint64_t n = 0;
+    for (const char c : value) n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    if (has_length_ && n != length_) {
+      ec = http::error::multiple_content_length;
+      return false;
+    }
+    has_length_ = true;
+    length_ = n;
+  } else if (iequals(name, "transfer-encoding")) {
+    bool bad = chunked_;  // a coding after chunked (in an earlier field) is not allowed
+    bool last_chunked = false;
+    for_each_token(value, [&](std::string_view coding) {
+      if (last_chunked) bad = true;
+      last_chunked = iequals(coding, "chunked");
+    });
+    if (bad) {
+      ec = http::error::bad_transfer_encoding;
+      return false;
+    }
+    te_seen_ = true;
+    chunked_ = last_chunked;
+  } else if (iequals(name, "connection")) {
+    for_each_token(value, [&](std::string_view option) {
+      if (iequals(option, "close")) connection_close_ = true;
+      if (iequals(option, "keep-alive")) connection_keep_alive_ = true;
+    });
+  }
+  return true;
+}
+
+// chunk-size [ chunk-ext ] CRLF, with the extensions checked for characters and skipped.
+std::size_t response_parser::parse_chunk_size(std::string_view data, error_code& ec) {
+  const auto eol = data.find("\r\n");
+  if (eol == std::string_view::npos) {
+    ec = data.size() > chunk_line_limit ? error_code(http::error::bad_chunk)
+                                        : error_code(http::error::need_more);
+    return 0;
+  }
+  const auto line = data.substr(0, eol);
+  std::uint64_t size = 0;
+  std::size_t i = 0;
+  for (; i < line.size(); ++i) {
+    const char c = line[i];
+    int digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    if (digit < 0) break;
+    if (i >= 15) {  // more than 2^60 bytes: no body limit allows it
+      ec = http::error::bad_chunk;
+      return 0;
+    }
+    size = size * 16 + static_cast<std::uint64_t>(digit);
+  }
+  const auto ext = trim(line.substr(i));
+  if (i == 0 || eol > chunk_line_limit || (!ext.empty() && (ext[0] != ';' || !is_text(ext)))) {
+    ec = ext.empty() || ext[0] != ';' || i == 0 ? http::error::bad_chunk : http::error::bad_chunk_extension;
+    return 0;
+  }
+  if (size > body_limit_ - std::min(body_limit_, body_.size())) {
+    ec = http::error::body_limit;
+    return 0;
+  }
+  length_ = size;
+  state_ = size == 0 ? state::trailers : state::chunk_data;
+  return eol + 2;
+}
+
+// The trailer section after the last chunk: skipped up to its empty line.
+std::size_t response_parser::parse_trailers(std::string_view data, error_code& ec) {
+  if (data.substr(0, 2) == "\r\n") {
+    state_ = state::done;
+    return 2;
+  }
+  const auto end = data.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    ec = data.size() > header_limit_ ? error_code(http::error::header_limit)
+                                     : error_code(http::error::need_more);
+    return 0;
+  }
+  state_ = state::done;
+  return end + 4;
+}
+
+bool response_parser::append(std::string_view bytes, error_code& ec) {
+  if (bytes.size() > body_limit_ - std::min(body_limit_, body_.size())) {
+    ec = http::error::body_limit;
+    return false;
+  }
+  body_.append(bytes);
+  return true;
+}
+
+}  // namespace gateway
