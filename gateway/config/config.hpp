@@ -10,11 +10,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 namespace gateway {
+
+class param_pattern;
 
 struct listen_address {
   std::string host = "0.0.0.0";
@@ -96,8 +97,8 @@ struct downstream_settings {
 struct param_settings {
   std::string name;
   bool required = false;
-  std::string pattern;  // as written; empty = any value
-  std::shared_ptr<const std::regex> regex;
+  std::string pattern;                           // as written; empty = any value
+  std::shared_ptr<const param_pattern> matcher;  // compiled `pattern`; null when empty
 };
 
 enum class response_shape { array, object };

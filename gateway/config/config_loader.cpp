@@ -1,5 +1,6 @@
 #include "gateway/config/config_loader.hpp"
 
+#include "gateway/config/param_pattern.hpp"
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/sql/sql_statement.hpp"
 
@@ -333,8 +334,7 @@ class loader {
       r.boolean("required", p.required);
       if (r.string("pattern", p.pattern)) {
         try {
-          p.regex =
-              std::make_shared<const std::regex>(p.pattern, std::regex::ECMAScript | std::regex::optimize);
+          p.matcher = std::make_shared<const param_pattern>(p.pattern);
         } catch (const std::regex_error& e) {
           r.error_at("pattern", std::string("invalid regular expression: ") + e.what());
         }

@@ -1,5 +1,7 @@
 #include "gateway/server/router.hpp"
 
+#include "gateway/config/param_pattern.hpp"
+
 namespace gateway {
 
 std::string_view target_path(std::string_view target) {
@@ -57,8 +59,7 @@ std::string extract_params(const route_settings& route, std::string_view query,
       if (p.required) return "missing required parameter '" + p.name + "'";
       continue;
     }
-    if (p.regex && !std::regex_match(values[i], *p.regex))
-      return "invalid value for parameter '" + p.name + "'";
+    if (p.matcher && !p.matcher->matches(values[i])) return "invalid value for parameter '" + p.name + "'";
   }
   return {};
 }
