@@ -1,18 +1,11 @@
 #include "gateway/server/session.hpp"
 
 #include "gateway/core/http_text.hpp"
-#include "gateway/core/peer_watch.hpp"
+#include "gateway/server/client_io.hpp"
 
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include <sys/ioctl.h>
-
-#include <array>
 
 namespace gateway {
 
@@ -67,35 +60,8 @@ unsigned status_for_read_error(const error_code& ec) {
   return 0;
 }
 
-struct read_outcome {
-  bool ok = false;
-  unsigned error_status = 0;
-};
-
 // While the gateway drains, a kept-alive connection waits this long for one more request, then closes.
 constexpr auto drain_idle_grace = std::chrono::milliseconds(500);
-
-// Waits for the first byte under the idle timeout, then for the whole request under the header timeout.
-read_outcome read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                          http::request_parser<http::string_body>& parser, const limits_settings& limits,
-                          const server_state& state, session_registry::membership& listed,
-                          net::yield_context yield) {
-  error_code ec;
-  if (buffer.size() == 0) {
-    stream.expires_after(state.closing ? std::min<clock::duration>(limits.idle_timeout, drain_idle_grace)
-                                       : clock::duration(limits.idle_timeout));
-    listed.set_idle(true);
-    // Most requests are a few hundred bytes: a larger one grows the buffer as it is read.
-    const auto n = stream.async_read_some(buffer.prepare(1024), yield[ec]);
-    listed.set_idle(false);
-    if (ec) return {};
-    buffer.commit(n);
-  }
-  stream.expires_after(limits.header_timeout);
-  http::async_read(stream, buffer, parser, yield[ec]);
-  if (ec) return {false, status_for_read_error(ec)};
-  return {true, 0};
-}
 
 std::string_view header(const http::request<http::string_body>& req, std::string_view name) {
   auto it = req.find(name);
@@ -132,10 +98,9 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
   const std::string client = ctx.log ? client_address(socket) : std::string();
-  beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer(limits.max_header_bytes + limits.max_body_bytes + 4096);
+  client_io io(socket, limits.max_header_bytes + limits.max_body_bytes + 4096);
   request_control control;
-  session_registry::membership listed(*ctx.registry, {&stream.socket(), &control});
+  session_registry::membership listed(*ctx.registry, {&socket, &control});
 
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started) {
     const auto elapsed = clock::now() - started;
@@ -155,34 +120,35 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     ctx.log->write(e);
   };
   auto send = [&](const outbound_response& r, bool keep_alive) {
-    const auto head = response_head(r, keep_alive);
-    stream.expires_after(limits.write_timeout);
-    net::async_write(stream, std::array<net::const_buffer, 2>{net::buffer(head), net::buffer(r.body)},
-                     yield[ec]);
-    return !ec;
+    return io.send(response_head(r, keep_alive), r.body, limits.write_timeout, yield);
   };
+  const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
 
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
-    const auto read = read_request(stream, buffer, parser, limits, *ctx.state, listed, yield);
+    listed.set_idle(!io.buffered());
+    const auto idle = ctx.state->closing ? std::min<clock::duration>(limits.idle_timeout, drain_idle_grace)
+                                         : clock::duration(limits.idle_timeout);
+    const auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
+    listed.set_idle(false);
     const auto started = clock::now();
     if (!read.ok) {
-      if (read.error_status != 0 && control.reason() == cancel_reason::none) {
+      const auto error_status = status_for_read_error(read.ec);
+      if (error_status != 0 && control.reason() == cancel_reason::none) {
         outbound_response r;
-        r.status = read.error_status;
-        r.body = error_body(read.error_status == 400 ? "malformed HTTP request"
-                                                     : reason_phrase(read.error_status));
+        r.status = error_status;
+        r.body = error_body(error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status));
         send(r, false);
         finish(r, "-", started);
       }
       break;
     }
-    const auto& req = parser.get();  // its strings live in the parser, not in `buffer`
+    const auto& req = parser.get();  // its strings live in the parser, not in the read buffer
     // Nothing pipelined behind this request: free the read buffer while the request runs and the
     // connection then idles (a few hundred bytes to allocate again for the next request).
-    if (buffer.size() == 0) buffer.shrink_to_fit();
+    io.release_buffer();
     inbound_request in;
     in.method = std::string_view(req.method_string().data(), req.method_string().size());
     in.target = std::string_view(req.target().data(), req.target().size());
@@ -207,13 +173,11 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       continue;
     }
 
-    stream.expires_never();
-    peer_watch watch(stream.socket());
-    watch.start([&control] { control.cancel(cancel_reason::client_gone); });
+    io.watch_peer([&control] { control.cancel(cancel_reason::client_gone); });
     auto response = ctx.handler->handle(in, ctx.worker, control, yield);
-    watch.stop();
+    io.stop_watch();
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    if (watch.peer_closed() || control.reason() == cancel_reason::client_gone) {
+    if (io.peer_closed() || control.reason() == cancel_reason::client_gone) {
       ctx.metrics->client_disconnect();
       response.status = 499;  // nginx's "client closed request", for the log and the metrics only
       response.body.clear();  // nothing was written
@@ -228,8 +192,8 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     finish(response, in.method, started);
     if (!written || !keep_alive) break;
   }
-  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
-  stream.close();
+  socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 }  // namespace gateway

@@ -57,6 +57,35 @@ TEST_CASE("an idle keep-alive client connection is closed at idle_timeout", "[li
   check_clean_exit(gw);
 }
 
+TEST_CASE("a client that stops reading a large answer is disconnected at write_timeout", "[limits]") {
+  // Six 2 MiB answers make a 12 MiB response, more than the loopback socket buffers hold.
+  std::vector<std::string> args = {"--delay", "5ms"};
+  for (const auto& call : seed_calls) args.insert(args.end(), {"--path", call + "=big"});
+  mock_downstream mock(args);
+  seed_config cfg{mock.url()};
+  cfg.limits = "  write_timeout: 300ms\n";
+  cfg.downstream_extra = "    max_response_bytes: 4194304\n";
+  cfg.deadline = "3s";
+  gateway_process gw(cfg.yaml());
+
+  http_connection stalled(gw.port());
+  stalled.send_request("GET", offer_target("A1"));
+  std::this_thread::sleep_for(1500ms);  // the stalled client: the gateway's write times out meanwhile
+  const auto start = steady_clock::now();
+  std::string received;
+  CHECK(stalled.wait_closed_by_peer(5s, &received));  // reads what was sent, then the end
+  INFO("received " << received.size() << " bytes");
+  CHECK(received.size() < 12u * 1024 * 1024);
+  CHECK(elapsed_since(start) < 4s);
+
+  // A client that reads gets the whole answer meanwhile.
+  http_connection reader(gw.port());
+  const auto whole = reader.get(offer_target("A2"), {}, 10s);
+  CHECK(whole.status == 200);
+  CHECK(whole.body.size() > 12u * 1024 * 1024);
+  check_clean_exit(gw);
+}
+
 TEST_CASE("a request body over max_body_bytes is refused", "[limits]") {
   mock_downstream mock({"--delay", "5ms"});
   seed_config cfg{mock.url()};

@@ -106,6 +106,7 @@ std::string seed_config::yaml() const {
     y += "    url: " + (over != url_override.end() ? over->second : mock_url) + "\n";
     y += "    connect_timeout: " + connect_timeout + "\n";
     y += "    max_connections: " + std::to_string(max_connections) + "\n";
+    y += downstream_extra;
   }
   y += "routes:\n";
   y += "  - path: /api/offer/aggregate\n";

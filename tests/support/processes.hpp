@@ -79,6 +79,7 @@ struct seed_config {
   std::string connect_timeout = "100ms";
   unsigned max_connections = 64;  // per downstream (the gateway keeps one pool per I/O thread)
   std::string limits;             // body of a "limits:" section, e.g. "  header_timeout: 300ms\n"
+  std::string downstream_extra;   // lines added to every downstream, e.g. "    max_response_bytes: 4194304\n"
   std::string response = "array";
   std::map<std::string, std::string> url_override;         // downstream -> url
   std::map<std::string, std::string> call_timeout;         // call -> duration

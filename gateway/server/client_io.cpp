@@ -1,0 +1,171 @@
+#include "gateway/server/client_io.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <memory>
+#include <utility>
+
+namespace gateway {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+client_io::client_io(net::ip::tcp::socket& socket, std::size_t buffer_limit)
+    : socket_(socket), buffer_(buffer_limit), readiness_(socket), timer_(socket.get_executor()) {}
+
+client_io::read_result client_io::read_request(request_parser& parser, clock::time_point idle_until,
+                                               clock::duration header_timeout,
+                                               const std::function<void()>& on_first_byte,
+                                               net::yield_context yield) {
+  parser.eager(true);
+  bool started = buffer_.size() > 0;  // a pipelined request is already arriving
+  auto until = idle_until;
+  if (started) {
+    on_first_byte();
+    until = clock::now() + header_timeout;
+  }
+  const int fd = socket_.native_handle();
+  for (;;) {
+    if (buffer_.size() > 0) {
+      error_code ec;
+      buffer_.consume(parser.put(buffer_.data(), ec));
+      if (parser.is_done()) return {true, {}};
+      if (ec && ec != http::error::need_more) return {false, ec};
+    }
+    const auto room = std::min(std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), 1024, 65536),
+                               buffer_.max_size() - buffer_.size());
+    if (room == 0) return {false, http::error::buffer_overflow};
+    const auto space = buffer_.prepare(room);
+    const auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      buffer_.commit(static_cast<std::size_t>(n));
+      drained_ = static_cast<std::size_t>(n) < space.size();
+      if (!started) {
+        started = true;
+        on_first_byte();
+        until = clock::now() + header_timeout;
+      }
+      continue;
+    }
+    if (n == 0) {  // end of stream: a cut request is partial_message (no answer), none at all just ends
+      readable_ = true;
+      if (!parser.got_some()) return {false, {}};
+      error_code ec;
+      parser.put_eof(ec);
+      return {false, ec ? ec : error_code(http::error::partial_message)};
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return {false, {}};  // reset: nothing to answer
+    drained_ = true;
+    if (wait_readable(until, yield) != wait_result::readable) return {false, {}};
+  }
+}
+
+void client_io::release_buffer() {
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+}
+
+client_io::wait_result client_io::wait_readable(clock::time_point until, net::yield_context yield) {
+  if (!readable_) {
+    if (!readiness_.waiting()) readiness_.wait(*this);
+    mode_ = mode::waiting;
+    timer_.expires_at(until);
+    error_code ignored;
+    timer_.async_wait(yield[ignored]);  // ends at `until`, or cancelled by on_readable
+    mode_ = mode::none;
+    if (!readable_) return wait_result::timed_out;
+  }
+  readable_ = false;
+  return std::exchange(aborted_, false) ? wait_result::aborted : wait_result::readable;
+}
+
+void client_io::on_readable(const error_code& ec) {
+  // Input, end of stream or an error is there now, and no new edge will announce it: the next wait
+  // returns at once. An abort (the socket cancelled: drain, shutdown) ends the next wait too.
+  readable_ = true;
+  if (ec) aborted_ = true;
+  if (mode_ == mode::waiting) {
+    timer_.cancel();
+  } else if (mode_ == mode::watching && !ec) {
+    check_peer();
+  }
+}
+
+void client_io::watch_peer(std::function<void()> on_close) {
+  on_close_ = std::move(on_close);
+  peer_closed_ = false;
+  mode_ = mode::watching;
+  if (readable_ || !drained_) {  // something may be waiting already, with its edge gone
+    check_peer();
+  } else if (!readiness_.waiting()) {
+    readiness_.wait(*this);
+  }
+}
+
+void client_io::stop_watch() {
+  mode_ = mode::none;  // the wait stays queued: it is the next request's
+  on_close_ = nullptr;
+}
+
+void client_io::check_peer() {
+  char byte = 0;
+  ssize_t n = 0;
+  do {
+    n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    readable_ = false;
+    drained_ = true;
+    if (!readiness_.waiting()) readiness_.wait(*this);
+    return;
+  }
+  mode_ = mode::none;
+  readable_ = true;
+  if (n > 0) return;  // a pipelined request: the client is still there
+  peer_closed_ = true;
+  if (auto cb = std::exchange(on_close_, nullptr)) cb();
+}
+
+bool client_io::send(std::string_view head, std::string_view body, clock::duration write_timeout,
+                     net::yield_context yield) {
+  std::array<iovec, 2> iov{
+      {{const_cast<char*>(head.data()), head.size()}, {const_cast<char*>(body.data()), body.size()}}};
+  msghdr msg{};
+  msg.msg_iov = iov.data();
+  msg.msg_iovlen = body.empty() ? 1 : 2;
+  ssize_t n = 0;
+  do {
+    n = ::sendmsg(socket_.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n >= 0 && static_cast<std::size_t>(n) == head.size() + body.size()) return true;
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+
+  // The rest as the client takes it, under the write timeout. The timer's handler may run after this
+  // returns (it was due already): it touches the socket only while `guard` still points at it.
+  const auto sent = static_cast<std::size_t>(std::max<ssize_t>(n, 0));
+  const std::array<net::const_buffer, 2> rest{
+      net::buffer(head.data(), head.size()) + sent,
+      net::buffer(body.data(), body.size()) + (sent > head.size() ? sent - head.size() : 0)};
+  auto guard = std::make_shared<net::ip::tcp::socket*>(&socket_);
+  timer_.expires_after(write_timeout);
+  timer_.async_wait([guard](const error_code& ec) {
+    if (ec || *guard == nullptr) return;
+    error_code ignored;
+    (*guard)->cancel(ignored);
+  });
+  error_code ec;
+  net::async_write(socket_, rest, yield[ec]);
+  *guard = nullptr;
+  timer_.cancel();
+  return !ec;
+}
+
+}  // namespace gateway

@@ -1,0 +1,79 @@
+#pragma once
+// The client socket's I/O for one connection coroutine, with as few system calls as a request allows:
+// one `recv` for a request that arrives in one piece, one `sendmsg` for the answer, no speculative read
+// and no re-arming of epoll in between. The socket is watched for input (read_readiness) from the first
+// wait to the close, and that one watch serves in turn as the wait for the next request and, while a
+// request is handled, as the watch for the client going away.
+//
+// read_request() reads and parses a request under the idle timeout (until the first byte) and the
+// header timeout (for the rest); send() writes an answer, and only what the socket does not take at once
+// is written asynchronously, under the write timeout. watch_peer() / stop_watch() bracket the handling of a
+// request: the client closing (end of stream, reset) calls `on_close` once; bytes (a pipelined request) end
+// the watch quietly. Everything runs on the socket's executor; cancelling the socket (drain, shutdown)
+// ends a wait at once.
+
+#include "gateway/core/duration.hpp"
+#include "gateway/core/read_readiness.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <functional>
+#include <string_view>
+
+namespace gateway {
+
+class client_io final : read_readiness::listener {
+ public:
+  using request_parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+  client_io(boost::asio::ip::tcp::socket& socket, std::size_t buffer_limit);
+  client_io(const client_io&) = delete;
+  client_io& operator=(const client_io&) = delete;
+
+  struct read_result {
+    bool ok = false;
+    boost::system::error_code ec;  // why not: a parse error, or empty for end of stream / timeout / cancel
+  };
+  // `idle_until`: the first byte must arrive by then; after it the rest must within `header_timeout`.
+  // `on_first_byte` runs when a request starts to arrive (the connection is no longer idle).
+  read_result read_request(request_parser& parser, clock::time_point idle_until,
+                           clock::duration header_timeout, const std::function<void()>& on_first_byte,
+                           boost::asio::yield_context yield);
+  bool buffered() const { return buffer_.size() > 0; }
+  // Frees the read buffer while nothing is buffered (it is allocated again for the next request).
+  void release_buffer();
+
+  // Writes head and body; false when the connection failed or the write timed out.
+  bool send(std::string_view head, std::string_view body, clock::duration write_timeout,
+            boost::asio::yield_context yield);
+
+  void watch_peer(std::function<void()> on_close);
+  void stop_watch();
+  bool peer_closed() const { return peer_closed_; }
+
+ private:
+  enum class mode { none, waiting, watching };
+  enum class wait_result { readable, timed_out, aborted };
+
+  void on_readable(const boost::system::error_code& ec) override;
+  wait_result wait_readable(clock::time_point until, boost::asio::yield_context yield);
+  void check_peer();
+
+  boost::asio::ip::tcp::socket& socket_;
+  boost::beast::flat_buffer buffer_;
+  read_readiness readiness_;
+  boost::asio::steady_timer timer_;
+  mode mode_ = mode::none;
+  bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
+  bool aborted_ = false;
+  bool drained_ = true;  // the last read came back short: nothing more was waiting
+  bool peer_closed_ = false;
+  std::function<void()> on_close_;
+};
+
+}  // namespace gateway
