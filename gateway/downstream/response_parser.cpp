@@ -30,19 +30,26 @@ bool is_token(std::string_view s) {
 }
 
 // Field values and reason phrases: visible characters, spaces, tabs and obs-text; no other controls.
+constexpr auto text_table = [] {
+  std::array<bool, 256> t{};
+  t['\t'] = true;
+  for (int c = 0x20; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = c != 0x7f;
+  return t;
+}();
+
 bool is_text(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char ch) {
-    const auto c = static_cast<unsigned char>(ch);
-    return c == '\t' || c >= 0x20 ? c != 0x7f : false;
-  });
+  for (const char c : s) {
+    if (!text_table[static_cast<unsigned char>(c)]) return false;
+  }
+  return true;
 }
 
+// `a` (token characters) equals `lower` (lower-case letters and '-') without regard to case: for token
+// characters, setting bit 0x20 lower-cases a letter and maps nothing else onto a letter or '-'.
 bool iequals(std::string_view a, std::string_view lower) {
   if (a.size() != lower.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    auto c = static_cast<unsigned char>(a[i]);
-    if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
-    if (c != static_cast<unsigned char>(lower[i])) return false;
+    if ((static_cast<unsigned char>(a[i]) | 0x20) != static_cast<unsigned char>(lower[i])) return false;
   }
   return true;
 }
