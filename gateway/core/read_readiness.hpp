@@ -7,7 +7,9 @@
 //
 // The contract that makes this correct with edge triggering: after a wake-up, the owner reads until a
 // `recv` returns fewer bytes than it asked for (or EAGAIN), then calls wait() again before returning to the
-// event loop. Data that arrives later raises a new edge, reported while the wait is queued.
+// event loop; or it calls wait() again at once and remembers that input is pending. Data that arrives
+// later raises a new edge, reported while the wait is queued. An end of stream that arrived together with
+// the data raises no edge of its own: an owner that must notice it looks (`MSG_PEEK`).
 //
 // One wait at a time; the listener runs on the socket's executor, with an error (operation_aborted) when
 // the socket is cancelled or closed. Destroying this object with a wait queued is allowed only after the

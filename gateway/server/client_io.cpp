@@ -47,7 +47,6 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     const auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
     if (n > 0) {
       buffer_.commit(static_cast<std::size_t>(n));
-      drained_ = static_cast<std::size_t>(n) < space.size();
       if (!started) {
         started = true;
         on_first_byte();
@@ -64,7 +63,6 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return {false, {}};  // reset: nothing to answer
-    drained_ = true;
     if (wait_readable(until, yield) != wait_result::readable) return {false, {}};
   }
 }
@@ -91,7 +89,13 @@ void client_io::on_readable(const error_code& ec) {
   // Input, end of stream or an error is there now, and no new edge will announce it: the next wait
   // returns at once. An abort (the socket cancelled: drain, shutdown) ends the next wait too.
   readable_ = true;
-  if (ec) aborted_ = true;
+  if (ec) {
+    aborted_ = true;
+  } else {
+    // Queued again at once: the coroutine resumes only after the event loop has polled epoll again, and
+    // an edge reported meanwhile (the client closing right after its request) must find a wait queued.
+    readiness_.wait(*this);
+  }
   if (mode_ == mode::waiting) {
     timer_.cancel();
   } else if (mode_ == mode::watching && !ec) {
@@ -103,11 +107,8 @@ void client_io::watch_peer(std::function<void()> on_close) {
   on_close_ = std::move(on_close);
   peer_closed_ = false;
   mode_ = mode::watching;
-  if (readable_ || !drained_) {  // something may be waiting already, with its edge gone
-    check_peer();
-  } else if (!readiness_.waiting()) {
-    readiness_.wait(*this);
-  }
+  // One look first: an end of stream that arrived together with the request raises no edge of its own.
+  check_peer();
 }
 
 void client_io::stop_watch() {
@@ -123,7 +124,6 @@ void client_io::check_peer() {
   } while (n < 0 && errno == EINTR);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     readable_ = false;
-    drained_ = true;
     if (!readiness_.waiting()) readiness_.wait(*this);
     return;
   }

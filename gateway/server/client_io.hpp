@@ -1,9 +1,10 @@
 #pragma once
 // The client socket's I/O for one connection coroutine, with as few system calls as a request allows:
-// one `recv` for a request that arrives in one piece, one `sendmsg` for the answer, no speculative read
-// and no re-arming of epoll in between. The socket is watched for input (read_readiness) from the first
-// wait to the close, and that one watch serves in turn as the wait for the next request and, while a
-// request is handled, as the watch for the client going away.
+// one `recv` for a request that arrives in one piece, one `MSG_PEEK` for the client having closed right
+// behind it, one `sendmsg` for the answer, and no speculative read or re-arming of epoll in between. The
+// socket is watched for input (read_readiness) from the first wait to the close, and that one watch
+// serves in turn as the wait for the next request and, while a request is handled, as the watch for the
+// client going away.
 //
 // read_request() reads and parses a request under the idle timeout (until the first byte) and the
 // header timeout (for the rest); send() writes an answer, and only what the socket does not take at once
@@ -71,7 +72,6 @@ class client_io final : read_readiness::listener {
   mode mode_ = mode::none;
   bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
   bool aborted_ = false;
-  bool drained_ = true;  // the last read came back short: nothing more was waiting
   bool peer_closed_ = false;
   std::function<void()> on_close_;
 };

@@ -85,6 +85,49 @@ TEST_CASE("client half-closing mid-request: calls cancelled and nothing written 
   check_clean_exit(gw);
 }
 
+TEST_CASE("a client half-closing right behind its request is noticed at once", "[cancel]") {
+  // On kept-alive connections (the gateway already waits for their next request), each client sends a
+  // request and its end of stream back to back: they arrive together, and nothing more will arrive to
+  // announce the close.
+  mock_downstream mock({"--delay", "10ms"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "5s";
+  gateway_process gw(cfg.yaml());
+
+  constexpr int clients = 10;
+  std::vector<http_connection> conns;
+  for (int i = 0; i < clients; ++i) {
+    conns.emplace_back(gw.port());
+    check_offer(conns.back().get(offer_target("K" + std::to_string(i))), "K" + std::to_string(i));
+  }
+  for (const auto& call : seed_calls) mock.set_mode(call, "hang", "10ms");
+  const auto before = mock.stats();
+  for (int i = 0; i < clients; ++i) {
+    conns[static_cast<std::size_t>(i)].send_raw("GET " + offer_target("H" + std::to_string(i)) +
+                                                " HTTP/1.1\r\nHost: x\r\n\r\n");
+    conns[static_cast<std::size_t>(i)].shutdown_write();
+  }
+  // Noticed at once: each connection is closed with nothing written (the deadline is 5 s away), and
+  // every call that reached the downstream is cancelled.
+  const auto start = steady_clock::now();
+  for (auto& conn : conns) {
+    std::string received;
+    CHECK(conn.wait_closed_by_peer(2s, &received));
+    CHECK(received.empty());
+  }
+  CHECK(elapsed_since(start) < 2s);
+  auto stats = mock.wait_stats(
+      [&](const auto& s) {
+        return sum_over_calls(mock, s, "requests") - sum_over_calls(mock, before, "requests") ==
+               sum_over_calls(mock, s, "cancelled");
+      },
+      2000ms);
+  INFO(stats.dump());
+  CHECK(sum_over_calls(mock, stats, "requests") - sum_over_calls(mock, before, "requests") ==
+        sum_over_calls(mock, stats, "cancelled"));
+  check_clean_exit(gw);
+}
+
 TEST_CASE("many clients leaving mid-request leave no calls behind", "[cancel]") {
   mock_downstream mock(all_hang_args("10ms"));
   seed_config cfg{mock.url()};
