@@ -1,8 +1,8 @@
 #include "loadtest/mock/session.hpp"
 
-#include "gateway/core/peer_watch.hpp"
 #include "loadtest/mock/handle_request.hpp"
 #include "loadtest/mock/idle_watchdog.hpp"
+#include "loadtest/mock/peer_watch.hpp"
 #include "loadtest/mock/replies.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -231,7 +231,7 @@ class session {
   path_registry& registry_;
   net::yield_context yield_;
   net::steady_timer timer_;
-  gateway::peer_watch watch_;
+  peer_watch watch_;
   idle_watchdog watchdog_;
   beast::flat_buffer buffer_;
   std::string head_;

@@ -1,10 +1,10 @@
-#include "gateway/core/peer_watch.hpp"
+#include "loadtest/mock/peer_watch.hpp"
 
 #include <sys/socket.h>
 
 #include <cerrno>
 
-namespace gateway {
+namespace mock {
 
 void peer_watch::start(std::function<void()> on_close) {
   if (state_ && state_->active) return;
@@ -43,4 +43,4 @@ void peer_watch::arm(boost::asio::ip::tcp::socket& socket, std::shared_ptr<state
                     });
 }
 
-}  // namespace gateway
+}  // namespace mock

@@ -9,7 +9,7 @@
 #include <functional>
 #include <memory>
 
-namespace gateway {
+namespace mock {
 
 class peer_watch {
  public:
@@ -35,4 +35,4 @@ class peer_watch {
   std::shared_ptr<state> state_;
 };
 
-}  // namespace gateway
+}  // namespace mock
