@@ -6,7 +6,9 @@
 #include <boost/beast/http/error.hpp>
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
+#include <vector>
 
 using namespace gateway;
 namespace http = boost::beast::http;
@@ -150,4 +152,63 @@ TEST_CASE("response parser: got_some tells a connection closed before any byte f
   p.put("HTTP/1.1 2", ec);
   CHECK(ec == http::error::need_more);
   CHECK(p.got_some());
+}
+
+TEST_CASE("response parser: mutated answers, cut anywhere, never overrun or exceed the body limit") {
+  const std::vector<std::string> bases = {
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"xyz\"}",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\n{\"a\":\r\n6\r\n\"bcd\"}\r\n0\r\nT: "
+      "1\r\n\r\n",
+      "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
+      "HTTP/1.1 200 OK\r\n\r\n{\"to\":\"eof\"}",
+  };
+  const std::string inserts[] = {"\r\n",
+                                 "\r\n\r\n",
+                                 ":",
+                                 ";",
+                                 "0",
+                                 "F",
+                                 "ffffffffffffffff",
+                                 "Content-Length: 7\r\n",
+                                 "Transfer-Encoding: chunked\r\n",
+                                 " ",
+                                 "\t",
+                                 std::string(1, '\0')};
+  std::mt19937 rng(42);
+  const auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  constexpr std::size_t body_limit = 16;
+  for (int round = 0; round < 20000; ++round) {
+    std::string wire = bases[pick(bases.size())];
+    for (std::size_t k = 1 + pick(4); k > 0; --k) {
+      const auto at = pick(wire.size() + 1);
+      switch (pick(4)) {
+        case 0:
+          if (at < wire.size()) wire[at] = static_cast<char>(pick(256));
+          break;
+        case 1:
+          wire.insert(at, inserts[pick(std::size(inserts))]);
+          break;
+        case 2:
+          wire.erase(at, pick(8));
+          break;
+        default:
+          wire += wire.substr(at);
+      }
+    }
+    response_parser p(body_limit, 256);
+    std::string pending;
+    std::size_t at = 0;
+    error_code ec;
+    while (at < wire.size() && !p.is_done() && (!ec || ec == http::error::need_more)) {
+      const auto n = std::min(1 + pick(40), wire.size() - at);
+      pending.append(wire, at, n);
+      at += n;
+      const auto used = p.put(pending, ec);
+      REQUIRE(used <= pending.size());
+      pending.erase(0, used);
+    }
+    if (!p.is_done() && (!ec || ec == http::error::need_more)) p.put_eof(ec);
+    CHECK(p.body().size() <= body_limit);
+    if (p.is_done()) CHECK(p.status() >= 100);
+  }
 }
