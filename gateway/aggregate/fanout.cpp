@@ -62,7 +62,10 @@ void fanout::start_call(std::size_t index) {
     return call_finished(index, std::move(result));
   }
   {
-    std::string target;
+    // start() has used the target by the time it returns (an HTTP call copies it into its request head),
+    // so one buffer per thread serves every call without an allocation each.
+    thread_local std::string target;
+    target.clear();
     if ((*request.targets)[index]->start(make_request(index, target), *this, index)) return;
   }
   // A downstream that needs a stack (SQL): its own coroutine.
