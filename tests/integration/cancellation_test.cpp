@@ -98,12 +98,12 @@ TEST_CASE("a client half-closing right behind its request is noticed at once", "
   std::vector<http_connection> conns;
   for (int i = 0; i < clients; ++i) {
     conns.emplace_back(gw.port());
-    check_offer(conns.back().get(offer_target("K" + std::to_string(i))), "K" + std::to_string(i));
+    check_offer(conns.back().get(offer_target(numbered_sku("K", i))), numbered_sku("K", i));
   }
   for (const auto& call : seed_calls) mock.set_mode(call, "hang", "10ms");
   const auto before = mock.stats();
   for (int i = 0; i < clients; ++i) {
-    conns[static_cast<std::size_t>(i)].send_raw("GET " + offer_target("H" + std::to_string(i)) +
+    conns[static_cast<std::size_t>(i)].send_raw("GET " + offer_target(numbered_sku("H", i)) +
                                                 " HTTP/1.1\r\nHost: x\r\n\r\n");
     conns[static_cast<std::size_t>(i)].shutdown_write();
   }
