@@ -6,6 +6,10 @@
 #include <boost/asio/query.hpp>
 #include <boost/version.hpp>
 
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <type_traits>
 #include <utility>
 
@@ -83,6 +87,33 @@ void read_readiness::wait(listener& l) {
   auto& impl = socket_access::implementation(socket_);
   op_->reactor.start_op(epoll_reactor::read_op, impl.socket_, impl.reactor_data_, op_, true, true);
   op_->starting = false;
+}
+
+socket_read read_now(net::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, std::size_t min_room) {
+  socket_read r;
+  const auto room = std::min(std::clamp<std::size_t>(buffer.capacity() - buffer.size(), min_room, 65536),
+                             buffer.max_size() - buffer.size());
+  if (room == 0) {
+    r.ec = net::error::no_buffer_space;
+    return r;
+  }
+  const auto space = buffer.prepare(room);
+  ssize_t n = 0;
+  do {
+    n = ::recv(socket.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    buffer.commit(static_cast<std::size_t>(n));
+    r.bytes = static_cast<std::size_t>(n);
+    r.short_read = r.bytes < space.size();
+  } else if (n == 0) {
+    r.ec = net::error::eof;
+  } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    r.ec = net::error::would_block;
+  } else {
+    r.ec = error_code(errno, boost::system::system_category());
+  }
+  return r;
 }
 
 }  // namespace gateway

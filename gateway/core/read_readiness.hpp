@@ -18,6 +18,7 @@
 // time).
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
 
 namespace gateway {
@@ -46,5 +47,16 @@ class read_readiness {
   boost::asio::ip::tcp::socket& socket_;
   op* op_;
 };
+
+// One non-blocking `recv` into `buffer`'s free space (at least `min_room` bytes, at most 64 KiB, within the
+// buffer's max size), what a readiness owner does after a wake-up. `ec`: would_block (nothing waiting),
+// eof (the peer closed), no_buffer_space (the buffer is full) or the socket's error.
+struct socket_read {
+  std::size_t bytes = 0;    // committed to the buffer
+  bool short_read = false;  // fewer bytes than there was room for: nothing more was waiting
+  boost::system::error_code ec;
+};
+socket_read read_now(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
+                     std::size_t min_room);
 
 }  // namespace gateway

@@ -244,19 +244,12 @@ class http_call final : public read_readiness::listener {
       return;
     }
     if (ec) return read(ec);
-    const int fd = conn_->socket.native_handle();
     for (;;) {
       auto& buffer = conn_->buffer;
-      const auto room = std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, 65536);
-      const auto space = buffer.prepare(room);
-      const auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return conn_->readiness.wait(*conn_);
-        return read(error_code(errno, boost::system::system_category()));
-      }
-      if (n == 0) return end_of_stream();
-      buffer.commit(static_cast<std::size_t>(n));
+      const auto got = read_now(conn_->socket, buffer, 512);
+      if (got.ec == net::error::would_block) return conn_->readiness.wait(*conn_);
+      if (got.ec == net::error::eof) return end_of_stream();
+      if (got.ec) return read(got.ec);
       error_code parse_ec;
       const auto data = buffer.data();
       buffer.consume(
@@ -264,11 +257,11 @@ class http_call final : public read_readiness::listener {
       if (parse_ec && parse_ec != http::error::need_more) return read(parse_ec);
       if (parser_->is_done()) {
         // A full read may have left more behind (bytes past the answer): then the connection is not reused.
-        drained_ = static_cast<std::size_t>(n) < space.size();
+        drained_ = got.short_read;
         return read(error_code());
       }
       if (buffer.size() > read_buffer_limit) return read(http::error::buffer_overflow);
-      if (static_cast<std::size_t>(n) < space.size()) return conn_->readiness.wait(*conn_);
+      if (got.short_read) return conn_->readiness.wait(*conn_);
     }
   }
 

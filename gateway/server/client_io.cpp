@@ -32,7 +32,6 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     on_first_byte();
     until = clock::now() + header_timeout;
   }
-  const int fd = socket_.native_handle();
   for (;;) {
     if (buffer_.size() > 0) {
       error_code ec;
@@ -40,13 +39,8 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
     }
-    const auto room = std::min(std::clamp<std::size_t>(buffer_.capacity() - buffer_.size(), 1024, 65536),
-                               buffer_.max_size() - buffer_.size());
-    if (room == 0) return {false, http::error::buffer_overflow};
-    const auto space = buffer_.prepare(room);
-    const auto n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
-    if (n > 0) {
-      buffer_.commit(static_cast<std::size_t>(n));
+    const auto got = read_now(socket_, buffer_, 1024);
+    if (got.bytes > 0) {
       if (!started) {
         started = true;
         on_first_byte();
@@ -54,15 +48,15 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       }
       continue;
     }
-    if (n == 0) {  // end of stream: a cut request is partial_message (no answer), none at all just ends
+    if (got.ec == net::error::eof) {  // a cut request is partial_message (no answer), none at all just ends
       readable_ = true;
       if (!parser.got_some()) return {false, {}};
       error_code ec;
       parser.put_eof(ec);
       return {false, ec ? ec : error_code(http::error::partial_message)};
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return {false, {}};  // reset: nothing to answer
+    if (got.ec == net::error::no_buffer_space) return {false, http::error::buffer_overflow};
+    if (got.ec != net::error::would_block) return {false, {}};  // reset: nothing to answer
     if (wait_readable(until, yield) != wait_result::readable) return {false, {}};
   }
 }
