@@ -6,10 +6,14 @@
 #include <boost/asio/query.hpp>
 #include <boost/version.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -89,6 +93,11 @@ void read_readiness::wait(listener& l) {
   op_->starting = false;
 }
 
+void report_input_left(net::ip::tcp::socket& socket) {
+  const int on = 1;
+  ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on);  // else: short reads
+}
+
 socket_read read_now(net::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, std::size_t min_room) {
   socket_read r;
   const auto room = std::min(std::clamp<std::size_t>(buffer.capacity() - buffer.size(), min_room, 65536),
@@ -98,18 +107,33 @@ socket_read read_now(net::ip::tcp::socket& socket, boost::beast::flat_buffer& bu
     return r;
   }
   const auto space = buffer.prepare(room);
+  iovec iov{space.data(), space.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
   ssize_t n = 0;
   do {
-    n = ::recv(socket.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    n = ::recvmsg(socket.native_handle(), &msg, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     buffer.commit(static_cast<std::size_t>(n));
     r.bytes = static_cast<std::size_t>(n);
-    r.short_read = r.bytes < space.size();
+    r.drained = r.bytes < space.size();
+    for (auto* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ) {
+        int left = 0;
+        std::memcpy(&left, CMSG_DATA(c), sizeof left);
+        r.drained = left == 0;
+      }
+    }
   } else if (n == 0) {
     r.ec = net::error::eof;
   } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
     r.ec = net::error::would_block;
+    r.drained = true;
   } else {
     r.ec = error_code(errno, boost::system::system_category());
   }

@@ -5,11 +5,11 @@
 // `async_wait` re-arms the descriptor with `epoll_ctl`. The socket is already registered edge-triggered
 // for input, so a queued operation that never reads by itself is enough: epoll reports the next arrival.
 //
-// The contract that makes this correct with edge triggering: after a wake-up, the owner reads until a
-// `recv` returns fewer bytes than it asked for (or EAGAIN), then calls wait() again before returning to the
-// event loop; or it calls wait() again at once and remembers that input is pending. Data that arrives
-// later raises a new edge, reported while the wait is queued. An end of stream that arrived together with
-// the data raises no edge of its own: an owner that must notice it looks (`MSG_PEEK`).
+// The contract that makes this correct with edge triggering: after a wake-up, the owner reads until
+// read_now reports the socket drained, then calls wait() again before returning to the event loop; or it
+// calls wait() again at once and remembers that input is pending. Data that arrives later raises a new
+// edge, reported while the wait is queued. An end of stream that arrived together with the data raises no
+// edge of its own: read_now on a socket with report_input_left tells it apart.
 //
 // One wait at a time; the listener runs on the socket's executor, with an error (operation_aborted) when
 // the socket is cancelled or closed. Destroying this object with a wait queued is allowed only after the
@@ -48,12 +48,19 @@ class read_readiness {
   op* op_;
 };
 
-// One non-blocking `recv` into `buffer`'s free space (at least `min_room` bytes, at most 64 KiB, within the
-// buffer's max size), what a readiness owner does after a wake-up. `ec`: would_block (nothing waiting),
-// eof (the peer closed), no_buffer_space (the buffer is full) or the socket's error.
+// Asks the kernel to report, with every read, how much is left to read (TCP_INQ): an end of stream that
+// arrived together with the data counts as something left. One `setsockopt` per connection; without it
+// (or on a kernel without TCP_INQ) read_now falls back to treating a short read as drained.
+void report_input_left(boost::asio::ip::tcp::socket& socket);
+
+// One non-blocking `recvmsg` into `buffer`'s free space (at least `min_room` bytes, at most 64 KiB, within
+// the buffer's max size), what a readiness owner does after a wake-up. `ec`: would_block (nothing
+// waiting), eof (the peer closed), no_buffer_space (the buffer is full) or the socket's error.
 struct socket_read {
-  std::size_t bytes = 0;    // committed to the buffer
-  bool short_read = false;  // fewer bytes than there was room for: nothing more was waiting
+  std::size_t bytes = 0;  // committed to the buffer
+  // Nothing more is waiting: no data and no end of stream (exact with report_input_left, else a read
+  // shorter than the room it had). Anything arriving later raises a new edge.
+  bool drained = false;
   boost::system::error_code ec;
 };
 socket_read read_now(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,

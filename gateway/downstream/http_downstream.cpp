@@ -89,7 +89,7 @@ std::string http_downstream::build_head(const call_request& request) const {
 //
 // The exchange costs two system calls when all goes well: the request is sent at once (`send`; Asio's
 // async_write only for what the socket does not take), and the answer is read when epoll reports it
-// (read_readiness), by `recv` until a short read, never speculatively before it can be there.
+// (read_readiness), until nothing more is waiting, never speculatively before it can be there.
 class http_call final : public read_readiness::listener {
  public:
   http_call(const http_downstream& downstream, connection_pool& pool, const call_request& request,
@@ -181,6 +181,7 @@ class http_call final : public read_readiness::listener {
       }
       error_code ignored;
       conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
+      report_input_left(conn_->socket);
       write();
     });
   }
@@ -236,7 +237,7 @@ class http_call final : public read_readiness::listener {
     if (std::exchange(readable_early_, false)) on_readable(error_code());
   }
 
-  // The connection has input (or was closed under the call: `ec`). Reads until a short read, parsing as
+  // The connection has input (or was closed under the call: `ec`). Reads until it is drained, parsing as
   // it goes; waits again when the answer is still incomplete.
   void on_readable(const error_code& ec) override {
     if (writing_) {  // an early answer (or an error) waits until the request is written
@@ -256,12 +257,12 @@ class http_call final : public read_readiness::listener {
           parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
       if (parse_ec && parse_ec != http::error::need_more) return read(parse_ec);
       if (parser_->is_done()) {
-        // A full read may have left more behind (bytes past the answer): then the connection is not reused.
-        drained_ = got.short_read;
+        // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
+        drained_ = got.drained;
         return read(error_code());
       }
       if (buffer.size() > read_buffer_limit) return read(http::error::buffer_overflow);
-      if (got.short_read) return conn_->readiness.wait(*conn_);
+      if (got.drained) return conn_->readiness.wait(*conn_);
     }
   }
 
@@ -332,7 +333,7 @@ class http_call final : public read_readiness::listener {
   bool was_reused_ = false;
   bool writing_ = false;         // the part of the request `send` did not take is being written
   bool readable_early_ = false;  // input arrived while writing_
-  bool drained_ = false;         // the answer's last read was short: nothing more was waiting
+  bool drained_ = false;         // nothing more was waiting after the answer's last read
   bool connecting_ = false;
   bool connect_timed_out_ = false;
   bool timer_pending_ = false;  // the connect timer's handler has yet to run

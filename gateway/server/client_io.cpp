@@ -19,7 +19,9 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 client_io::client_io(net::ip::tcp::socket& socket, std::size_t buffer_limit)
-    : socket_(socket), buffer_(buffer_limit), readiness_(socket), timer_(socket.get_executor()) {}
+    : socket_(socket), buffer_(buffer_limit), readiness_(socket), timer_(socket.get_executor()) {
+  report_input_left(socket_);
+}
 
 client_io::read_result client_io::read_request(request_parser& parser, clock::time_point idle_until,
                                                clock::duration header_timeout,
@@ -39,7 +41,11 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
     }
+    // Nothing was waiting at the last look (after the previous request, or a peek): no read until epoll
+    // reports something; the client cannot have sent its next request before it had this answer.
+    if (quiet_ && wait_readable(until, yield) != wait_result::readable) return {false, {}};
     const auto got = read_now(socket_, buffer_, 1024);
+    if (got.drained) note_drained();
     if (got.bytes > 0) {
       if (!started) {
         started = true;
@@ -57,8 +63,15 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     }
     if (got.ec == net::error::no_buffer_space) return {false, http::error::buffer_overflow};
     if (got.ec != net::error::would_block) return {false, {}};  // reset: nothing to answer
-    if (wait_readable(until, yield) != wait_result::readable) return {false, {}};
+    if (!quiet_ && wait_readable(until, yield) != wait_result::readable) return {false, {}};  // aborted
   }
+}
+
+void client_io::note_drained() {
+  if (aborted_) return;  // the socket was cancelled: the next wait must see it
+  readable_ = false;
+  quiet_ = true;
+  if (!readiness_.waiting()) readiness_.wait(*this);  // reports whatever arrives from now on
 }
 
 void client_io::release_buffer() {
@@ -83,6 +96,7 @@ void client_io::on_readable(const error_code& ec) {
   // Input, end of stream or an error is there now, and no new edge will announce it: the next wait
   // returns at once. An abort (the socket cancelled: drain, shutdown) ends the next wait too.
   readable_ = true;
+  quiet_ = false;
   if (ec) {
     aborted_ = true;
   } else {
@@ -101,8 +115,9 @@ void client_io::watch_peer(std::function<void()> on_close) {
   on_close_ = std::move(on_close);
   peer_closed_ = false;
   mode_ = mode::watching;
-  // One look first: an end of stream that arrived together with the request raises no edge of its own.
-  check_peer();
+  // The request's last read left nothing behind: from now on epoll reports the client leaving. Else one
+  // look first: an end of stream that arrived together with the request raises no edge of its own.
+  if (!quiet_) check_peer();
 }
 
 void client_io::stop_watch() {
@@ -116,11 +131,7 @@ void client_io::check_peer() {
   do {
     n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    readable_ = false;
-    if (!readiness_.waiting()) readiness_.wait(*this);
-    return;
-  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return note_drained();
   mode_ = mode::none;
   readable_ = true;
   if (n > 0) return;  // a pipelined request: the client is still there

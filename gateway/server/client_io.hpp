@@ -1,9 +1,9 @@
 #pragma once
 // The client socket's I/O for one connection coroutine, with as few system calls as a request allows:
-// one `recv` for a request that arrives in one piece, one `MSG_PEEK` for the client having closed right
-// behind it, one `sendmsg` for the answer, and no speculative read or re-arming of epoll in between. The
-// socket is watched for input (read_readiness) from the first wait to the close, and that one watch
-// serves in turn as the wait for the next request and, while a request is handled, as the watch for the
+// one `recvmsg` for a request that arrives in one piece (it also tells whether the client closed right
+// behind it: TCP_INQ), one `sendmsg` for the answer, and no speculative read or re-arming of epoll in
+// between. The socket is watched for input (read_readiness) from the first wait to the close, and that one
+// watch serves in turn as the wait for the next request and, while a request is handled, as the watch for the
 // client going away.
 //
 // read_request() reads and parses a request under the idle timeout (until the first byte) and the
@@ -64,6 +64,7 @@ class client_io final : read_readiness::listener {
   void on_readable(const boost::system::error_code& ec) override;
   wait_result wait_readable(clock::time_point until, boost::asio::yield_context yield);
   void check_peer();
+  void note_drained();
 
   boost::asio::ip::tcp::socket& socket_;
   boost::beast::flat_buffer buffer_;
@@ -71,6 +72,7 @@ class client_io final : read_readiness::listener {
   boost::asio::steady_timer timer_;
   mode mode_ = mode::none;
   bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
+  bool quiet_ = false;     // nothing was waiting at the last look, and the wait reports what comes next
   bool aborted_ = false;
   bool peer_closed_ = false;
   std::function<void()> on_close_;

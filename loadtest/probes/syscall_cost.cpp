@@ -1,9 +1,11 @@
 // What a system call costs on this machine: nanoseconds per call for getppid, a recv that finds nothing
-// (EAGAIN) on a loopback TCP socket, an epoll_ctl re-arm, and a 160-byte send + recv over loopback TCP.
+// (EAGAIN) on a loopback TCP socket, an epoll_ctl re-arm, and a 160-byte send + recv over loopback TCP,
+// the recv also as the `recvmsg` that reports what is left to read (TCP_INQ), as the gateway reads.
 // usage: probe-syscalls
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,6 +57,19 @@ int main() {
   std::printf("send 160 B + recv (loopback): %5.0f ns\n", ns_per_call(50000, [&] {
                 ::send(server, buf, 160, 0);
                 ::recv(client, buf, sizeof buf, 0);
+              }));
+  const int on = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_INQ, &on, sizeof on);
+  iovec iov{buf, sizeof buf};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::printf("send 160 B + recvmsg, TCP_INQ: %3.0f ns\n", ns_per_call(50000, [&] {
+                ::send(server, buf, 160, 0);
+                msg.msg_control = control;
+                msg.msg_controllen = sizeof control;
+                ::recvmsg(client, &msg, 0);
               }));
   return 0;
 }

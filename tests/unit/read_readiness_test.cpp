@@ -123,3 +123,45 @@ TEST_CASE("read_readiness: destroyed with a wait queued, the wait is dropped wit
   }
   CHECK(r.calls == 0);
 }
+
+TEST_CASE("read_now: drained only when neither data nor an end of stream is left behind") {
+  socket_pair s;
+  report_input_left(s.local);
+  boost::beast::flat_buffer buffer(4096);
+
+  SECTION("a request that arrived alone leaves the socket drained") {
+    net::write(s.peer, net::buffer(std::string("GET / HTTP/1.1\r\n\r\n")));
+    const auto got = read_now(s.local, buffer, 1024);
+    CHECK(got.bytes == 18);
+    CHECK(got.drained);
+    CHECK_FALSE(got.ec);
+  }
+  SECTION("an end of stream right behind the data is not drained (no edge would announce it)") {
+    net::write(s.peer, net::buffer(std::string("GET / HTTP/1.1\r\n\r\n")));
+    s.peer.shutdown(tcp::socket::shutdown_send);
+    s.run_until([] { return false; });  // let the FIN arrive before the read
+    const auto got = read_now(s.local, buffer, 1024);
+    CHECK(got.bytes == 18);
+    CHECK_FALSE(got.drained);
+    CHECK(read_now(s.local, buffer, 1024).ec == net::error::eof);
+  }
+  SECTION("more data than the room: not drained until the last of it is read") {
+    const std::string big(3000, 'x');
+    net::write(s.peer, net::buffer(big));
+    std::size_t total = 0;
+    for (int reads = 0; reads < 10; ++reads) {
+      boost::beast::flat_buffer small(1024);
+      const auto got = read_now(s.local, small, 1024);
+      REQUIRE(got.bytes > 0);
+      total += got.bytes;
+      CHECK(got.drained == (total == big.size()));
+      if (got.drained) break;
+    }
+    CHECK(total == big.size());
+  }
+  SECTION("nothing there: would_block, drained") {
+    const auto got = read_now(s.local, buffer, 1024);
+    CHECK(got.ec == net::error::would_block);
+    CHECK(got.drained);
+  }
+}
