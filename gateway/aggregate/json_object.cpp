@@ -2,32 +2,57 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstring>
+
 namespace gateway {
 namespace {
 
 constexpr int max_depth = 64;
 
+// Byte classes. NUL is in none of them, so every scan stops at the terminator std::string keeps after its
+// text: the loops need no bound of their own, and reaching the end is noticed where a character was due.
+constexpr auto ws_table = [] {
+  std::array<bool, 256> t{};
+  t[' '] = t['\t'] = t['\n'] = t['\r'] = true;
+  return t;
+}();
+constexpr auto plain_string_table = [] {  // string characters that need no further look
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
 class scanner {
  public:
-  explicit scanner(std::string_view s) : s_(s) {}
+  // `text` is scanned up to its size; its terminating NUL stops every loop.
+  explicit scanner(const std::string& text)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {}
 
   bool object_top(std::vector<json_member>& members) {
     members.reserve(8);  // most answers have a handful of members: one allocation instead of four
     skip_ws();
     if (!object(1, &members)) return false;
     skip_ws();
-    return i_ == s_.size();
+    return p_ == end_;
   }
 
  private:
-  bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  bool at(char c) const { return p_ != end_ && *p_ == c; }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+    const char* p = p_;
+    while (ws_table[static_cast<unsigned char>(*p)]) ++p;
+    p_ = p;
   }
+  std::uint32_t pos() const { return static_cast<std::uint32_t>(p_ - begin_); }
 
   bool value(int depth) {
-    if (i_ >= s_.size()) return false;
-    switch (s_[i_]) {
+    if (p_ == end_) return false;
+    switch (*p_) {
       case '{':
         return object(depth + 1, nullptr);
       case '[':
@@ -48,42 +73,41 @@ class scanner {
   }
 
   bool literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) return false;
-    i_ += word.size();
+    if (static_cast<std::size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size()) != 0)
+      return false;
+    p_ += word.size();
     return true;
   }
 
   bool object(int depth, std::vector<json_member>* members) {
     if (depth > max_depth || !at('{')) return false;
-    ++i_;
+    ++p_;
     skip_ws();
     if (at('}')) {
-      ++i_;
+      ++p_;
       return true;
     }
     for (;;) {
       skip_ws();
       json_member m;
-      const auto key_start = i_ + 1;
+      m.key_pos = pos() + 1;
       if (!at('"') || !string(m.key_escaped)) return false;
-      m.key_pos = static_cast<std::uint32_t>(key_start);
-      m.key_len = static_cast<std::uint32_t>(i_ - 1 - key_start);
+      m.key_len = pos() - 1 - m.key_pos;
       skip_ws();
       if (!at(':')) return false;
-      ++i_;
+      ++p_;
       skip_ws();
-      const auto value_start = i_;
+      m.value_pos = pos();
       if (!value(depth)) return false;
-      m.value_pos = static_cast<std::uint32_t>(value_start);
-      m.value_len = static_cast<std::uint32_t>(i_ - value_start);
+      m.value_len = pos() - m.value_pos;
       if (members) members->push_back(m);
       skip_ws();
       if (at(',')) {
-        ++i_;
+        ++p_;
         continue;
       }
       if (at('}')) {
-        ++i_;
+        ++p_;
         return true;
       }
       return false;
@@ -92,10 +116,10 @@ class scanner {
 
   bool array(int depth) {
     if (depth > max_depth) return false;
-    ++i_;  // '['
+    ++p_;  // '['
     skip_ws();
     if (at(']')) {
-      ++i_;
+      ++p_;
       return true;
     }
     for (;;) {
@@ -103,11 +127,11 @@ class scanner {
       if (!value(depth)) return false;
       skip_ws();
       if (at(',')) {
-        ++i_;
+        ++p_;
         continue;
       }
       if (at(']')) {
-        ++i_;
+        ++p_;
         return true;
       }
       return false;
@@ -122,21 +146,21 @@ class scanner {
   }
 
   bool hex4(unsigned& out) {
-    if (i_ + 4 > s_.size()) return false;
+    if (end_ - p_ < 4) return false;
     out = 0;
     for (int k = 0; k < 4; ++k) {
-      const int h = hex(s_[i_ + static_cast<std::size_t>(k)]);
+      const int h = hex(p_[k]);
       if (h < 0) return false;
       out = out * 16 + static_cast<unsigned>(h);
     }
-    i_ += 4;
+    p_ += 4;
     return true;
   }
 
-  // One UTF-8 sequence starting at i_ (first byte >= 0x80): well-formed, shortest form, no surrogates.
+  // One UTF-8 sequence starting at p_ (first byte >= 0x80): well-formed, shortest form, no surrogates.
   bool utf8() {
-    const auto b0 = static_cast<unsigned char>(s_[i_]);
-    std::size_t len = 0;
+    const auto b0 = static_cast<unsigned char>(*p_);
+    std::ptrdiff_t len = 0;
     unsigned min = 0, cp = 0;
     if (b0 >= 0xC2 && b0 <= 0xDF) {
       len = 2, min = 0x80, cp = b0 & 0x1F;
@@ -147,37 +171,40 @@ class scanner {
     } else {
       return false;
     }
-    if (i_ + len > s_.size()) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto b = static_cast<unsigned char>(s_[i_ + k]);
+    if (end_ - p_ < len) return false;
+    for (std::ptrdiff_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(p_[k]);
       if ((b & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (b & 0x3F);
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i_ += len;
+    p_ += len;
     return true;
   }
 
   bool string(bool& escaped) {
-    ++i_;  // opening quote
-    while (i_ < s_.size()) {
-      const auto c = static_cast<unsigned char>(s_[i_]);
+    ++p_;  // opening quote
+    for (;;) {
+      const char* p = p_;
+      while (plain_string_table[static_cast<unsigned char>(*p)]) ++p;
+      p_ = p;
+      const auto c = static_cast<unsigned char>(*p);
       if (c == '"') {
-        ++i_;
+        ++p_;
         return true;
       }
-      if (c < 0x20) return false;
       if (c == '\\') {
         escaped = true;
-        if (++i_ >= s_.size()) return false;
-        const char e = s_[i_++];
+        if (end_ - p_ < 2) return false;
+        const char e = p_[1];
+        p_ += 2;
         if (e == 'u') {
           unsigned cp = 0;
           if (!hex4(cp)) return false;
           if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate needs its low half
             unsigned low = 0;
-            if (!(at('\\') && i_ + 1 < s_.size() && s_[i_ + 1] == 'u')) return false;
-            i_ += 2;
+            if (!(end_ - p_ >= 2 && p_[0] == '\\' && p_[1] == 'u')) return false;
+            p_ += 2;
             if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             return false;
@@ -192,38 +219,40 @@ class scanner {
         if (!utf8()) return false;
         continue;
       }
-      ++i_;
+      return false;  // a control character, or the end of the text
     }
-    return false;
   }
 
   bool digits() {
-    const auto start = i_;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-    return i_ > start;
+    const char* p = p_;
+    while (is_digit(*p)) ++p;
+    const bool any = p != p_;
+    p_ = p;
+    return any;
   }
 
   bool number() {
-    if (at('-')) ++i_;
+    if (at('-')) ++p_;
     if (at('0')) {
-      ++i_;
+      ++p_;
     } else if (!digits()) {
       return false;
     }
     if (at('.')) {
-      ++i_;
+      ++p_;
       if (!digits()) return false;
     }
     if (at('e') || at('E')) {
-      ++i_;
-      if (at('+') || at('-')) ++i_;
+      ++p_;
+      if (at('+') || at('-')) ++p_;
       if (!digits()) return false;
     }
     return true;
   }
 
-  std::string_view s_;
-  std::size_t i_ = 0;
+  const char* begin_;
+  const char* p_;
+  const char* end_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace gateway {
 
@@ -23,11 +24,6 @@ constexpr auto tchar_table = [] {
   for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
   return t;
 }();
-
-bool is_token(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return tchar_table[static_cast<unsigned char>(c)]; });
-}
 
 // Field values and reason phrases: visible characters, spaces, tabs and obs-text; no other controls.
 constexpr auto text_table = [] {
@@ -153,21 +149,18 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
     ec = http::error::header_limit;
     return 0;
   }
-  auto lines = data.substr(0, end + 2);  // each line with its CRLF
-  bool first = true;
-  while (!lines.empty()) {
-    const auto eol = lines.find("\r\n");
-    const auto line = lines.substr(0, eol);  // a stray CR or LF in it fails the character checks
-    lines.remove_prefix(eol + 2);
-    if (first) {
-      if (!parse_status_line(line)) {
-        ec = http::error::bad_status;
-        return 0;
-      }
-      first = false;
-    } else if (!parse_field(line, ec)) {
-      return 0;
-    }
+  // The head ends in CRLF CRLF, and CR is neither a token nor a text character: every scan below stops
+  // at a CR inside the head, so none needs a bound of its own.
+  const char* p = data.data();
+  const char* const fields_end = p + end + 2;
+  const char* eol = static_cast<const char*>(std::memchr(p, '\r', end + 2));
+  if (eol[1] != '\n' || !parse_status_line(std::string_view(p, static_cast<std::size_t>(eol - p)))) {
+    ec = http::error::bad_status;
+    return 0;
+  }
+  p = eol + 2;
+  while (p != fields_end) {
+    if (!parse_field(p, ec)) return 0;
   }
   if (te_seen_ && has_length_) {  // framing a downstream must not send: refuse rather than guess
     ec = http::error::bad_transfer_encoding;
@@ -210,19 +203,26 @@ bool response_parser::parse_status_line(std::string_view line) {
   return true;
 }
 
-bool response_parser::parse_field(std::string_view line, error_code& ec) {
-  const auto colon = line.find(':');
-  const auto name = line.substr(0, colon);
-  if (colon == std::string_view::npos || !is_token(name)) {
-    ec = (!line.empty() && (line[0] == ' ' || line[0] == '\t')) ? http::error::bad_obs_fold
-                                                                : http::error::bad_field;
+// name ":" OWS value OWS CRLF, in one pass; `p` moves past the CRLF.
+bool response_parser::parse_field(const char*& p, error_code& ec) {
+  const char* q = p;
+  while (tchar_table[static_cast<unsigned char>(*q)]) ++q;
+  if (q == p || *q != ':') {
+    ec = (*p == ' ' || *p == '\t') ? http::error::bad_obs_fold : http::error::bad_field;
     return false;
   }
-  const auto value = trim(line.substr(colon + 1));
-  if (!is_text(value)) {
+  const std::string_view name(p, static_cast<std::size_t>(q - p));
+  ++q;
+  while (*q == ' ' || *q == '\t') ++q;
+  const char* const value_start = q;
+  while (text_table[static_cast<unsigned char>(*q)]) ++q;
+  if (q[0] != '\r' || q[1] != '\n') {  // a control character, or a CR alone
     ec = http::error::bad_value;
     return false;
   }
+  p = q + 2;
+  while (q != value_start && (q[-1] == ' ' || q[-1] == '\t')) --q;
+  const std::string_view value(value_start, static_cast<std::size_t>(q - value_start));
   if (iequals(name, "content-length")) {
     if (value.empty() || value.size() > 18 ||
         !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -251,6 +251,10 @@ bool response_parser::parse_field(std::string_view line, error_code& ec) {
     te_seen_ = true;
     chunked_ = last_chunked;
   } else if (iequals(name, "connection")) {
+    if (iequals(value, "keep-alive")) {  // the usual value, without the list walk
+      connection_keep_alive_ = true;
+      return true;
+    }
     for_each_token(value, [&](std::string_view option) {
       if (iequals(option, "close")) connection_close_ = true;
       if (iequals(option, "keep-alive")) connection_keep_alive_ = true;
