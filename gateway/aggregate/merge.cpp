@@ -1,10 +1,11 @@
 #include "gateway/aggregate/merge.hpp"
 
-#include "gateway/core/json_text.hpp"
-
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <list>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -13,89 +14,143 @@ namespace {
 
 // Which members of a downstream object go into its entry: not "source" or "degraded" (the gateway's),
 // only the allowlisted `fields` when there are some, and for a key given twice only its last occurrence
-// (as in any JSON parser that keeps one). Linear in the number of members; no allocation for the usual
-// small object whose keys have no escapes.
-class kept_members {
- public:
-  kept_members(const json_object_text& body, const call_settings& call) {
-    const auto& members = body.members;
-    const std::size_t n = members.size();
-    if (n > small) {
-      large_keep_.assign(n, false);
-      large_seen_.reserve(n);
+// (as in any JSON parser that keeps one). Writes one flag per member into `keep`; linear in the number of
+// members, and no allocation for the usual small object whose keys have no escapes.
+void mark_kept(const json_object_text& body, const call_settings& call, std::uint8_t* keep) {
+  constexpr std::size_t small = 16;
+  const auto& members = body.members;
+  const std::size_t n = members.size();
+  const bool any_escaped =
+      std::any_of(members.begin(), members.end(), [](const json_member& m) { return m.key_escaped; });
+  std::uint8_t seen[small];  // indices of the kept members so far (small objects without escaped keys)
+  std::size_t seen_count = 0;
+  std::optional<std::unordered_set<std::string_view>> large_seen;  // large objects, or escaped keys
+  std::list<std::string> decoded;  // stable storage for keys that had escapes (rare)
+  if (n > small || any_escaped) large_seen.emplace().reserve(n);
+  for (std::size_t m = n; m-- > 0;) {
+    keep[m] = 0;
+    std::string_view key = body.key(members[m]);
+    if (members[m].key_escaped) key = decoded.emplace_back(body.decoded_key(members[m]));
+    if (key == "source" || key == "degraded") continue;
+    if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end())
+      continue;
+    if (large_seen) {
+      keep[m] = large_seen->insert(key).second ? 1 : 0;
+      continue;
     }
-    std::array<std::string_view, small> seen;
-    std::size_t seen_count = 0;
-    for (std::size_t m = n; m-- > 0;) {
-      std::string_view key = body.key(members[m]);
-      if (members[m].key_escaped) key = decoded_.emplace_back(body.decoded_key(members[m]));
-      if (key == "source" || key == "degraded") continue;
-      if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end())
-        continue;
-      if (n > small) {
-        large_keep_[m] = large_seen_.insert(key).second;
-      } else if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), key) ==
-                 seen.begin() + static_cast<std::ptrdiff_t>(seen_count)) {
-        seen[seen_count++] = key;
-        small_keep_[m] = true;
-      }
+    bool repeated = false;
+    for (std::size_t k = 0; k < seen_count && !repeated; ++k) repeated = body.key(members[seen[k]]) == key;
+    if (!repeated) {
+      seen[seen_count++] = static_cast<std::uint8_t>(m);
+      keep[m] = 1;
     }
-  }
-  bool operator[](std::size_t m) const { return large_keep_.empty() ? small_keep_[m] : bool(large_keep_[m]); }
-
- private:
-  static constexpr std::size_t small = 16;
-  std::array<bool, small> small_keep_{};
-  std::vector<bool> large_keep_;
-  std::unordered_set<std::string_view> large_seen_;
-  std::list<std::string> decoded_;  // stable storage for keys that had escapes (rare; empty costs nothing)
-};
-
-void append_entry(std::string& out, const call_settings& call, const call_result& result) {
-  out += "{\"source\":";
-  append_json_string(out, call.name);
-  if (result.ok()) {
-    const auto& body = result.body;
-    const kept_members keep(body, call);
-    for (std::size_t m = 0; m < body.members.size(); ++m) {
-      if (!keep[m]) continue;
-      out += ",\"";
-      out += body.key(body.members[m]);
-      out += "\":";
-      out += body.value(body.members[m]);
-    }
-    out += ",\"degraded\":false}";
-  } else {
-    if (!call.fallback_members.empty()) {
-      out += ',';
-      out += call.fallback_members;
-    }
-    out += ",\"degraded\":true}";
   }
 }
+
+// The body is sized first and then written in place: one allocation and no per-piece append.
+class writer {
+ public:
+  explicit writer(char* p) : p_(p) {}
+  void put(char c) { *p_++ = c; }
+  void put(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  char* end() const { return p_; }
+
+ private:
+  char* p_;
+};
+
+constexpr std::string_view source_prefix = "{\"source\":";
+constexpr std::string_view ok_suffix = ",\"degraded\":false}";
+constexpr std::string_view degraded_suffix = ",\"degraded\":true}";
 
 }  // namespace
 
 merged_response merge_results(const route_settings& route, const std::vector<call_result>& results) {
   merged_response merged;
-  std::string& out = merged.body;
-  out.reserve(128 * results.size());
+  const std::size_t n = std::min(route.calls.size(), results.size());
   const bool as_object = route.response == response_shape::object;
-  out += as_object ? '{' : '[';
-  for (std::size_t i = 0; i < route.calls.size() && i < results.size(); ++i) {
+
+  // Pass 1: which members stay, and the exact size. Call names are written as they are: the configuration
+  // allows only A-Z a-z 0-9 - _ . in them.
+  thread_local std::vector<std::uint8_t> flags;  // per member of every answer: kept or not
+  std::size_t total_members = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (results[i].ok()) total_members += results[i].body.members.size();
+  }
+  flags.resize(total_members);
+  std::size_t size = 2 + (n > 0 ? n - 1 : 0);  // brackets and commas
+  std::size_t flag_at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
     const auto& call = route.calls[i];
-    if (i > 0) out += ',';
-    if (as_object) {
-      append_json_string(out, call.name);
-      out += ':';
-    }
-    append_entry(out, call, results[i]);
-    if (!results[i].ok()) {
+    const std::size_t name_size = call.name.size() + 2;
+    size += source_prefix.size() + name_size;
+    if (as_object) size += name_size + 1;
+    const auto& result = results[i];
+    if (result.ok()) {
+      const auto& body = result.body;
+      std::uint8_t* keep = flags.data() + flag_at;
+      mark_kept(body, call, keep);
+      for (std::size_t m = 0; m < body.members.size(); ++m) {
+        if (keep[m]) size += 4 + body.members[m].key_len + body.members[m].value_len;  // ,"key":value
+      }
+      flag_at += body.members.size();
+      size += ok_suffix.size();
+    } else {
+      if (!call.fallback_members.empty()) size += 1 + call.fallback_members.size();
+      size += degraded_suffix.size();
       if (!merged.degraded.empty()) merged.degraded += ',';
       merged.degraded += call.name;
     }
   }
-  out += as_object ? '}' : ']';
+
+  // Pass 2: write.
+  std::string& out = merged.body;
+  out.resize(size);
+  writer w(out.data());
+  w.put(as_object ? '{' : '[');
+  flag_at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& call = route.calls[i];
+    const auto& result = results[i];
+    if (i > 0) w.put(',');
+    const auto put_name = [&] {
+      w.put('"');
+      w.put(call.name);
+      w.put('"');
+    };
+    if (as_object) {
+      put_name();
+      w.put(':');
+    }
+    w.put(source_prefix);
+    put_name();
+    if (result.ok()) {
+      const auto& body = result.body;
+      const std::uint8_t* keep = flags.data() + flag_at;
+      for (std::size_t m = 0; m < body.members.size(); ++m) {
+        if (!keep[m]) continue;
+        w.put(',');
+        w.put('"');
+        w.put(body.key(body.members[m]));
+        w.put('"');
+        w.put(':');
+        w.put(body.value(body.members[m]));
+      }
+      flag_at += body.members.size();
+      w.put(ok_suffix);
+    } else {
+      if (!call.fallback_members.empty()) {
+        w.put(',');
+        w.put(call.fallback_members);
+      }
+      w.put(degraded_suffix);
+    }
+  }
+  w.put(as_object ? '}' : ']');
+  out.resize(static_cast<std::size_t>(w.end() - out.data()));  // equal to `size`; a shrink at most
   return merged;
 }
 
