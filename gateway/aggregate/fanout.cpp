@@ -49,7 +49,7 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
                                  result.latency);
   results_[index] = std::move(result);
-  finished_[index] = true;
+  finished_[index] = 1;
   if (--pending_ == 0) wake_.cancel();
 }
 
@@ -93,7 +93,7 @@ void fanout::start_call(std::size_t index) {
 std::vector<call_result> fanout::run(const fanout_request& request, net::yield_context yield) {
   const std::size_t n = request.route->calls.size();
   results_.assign(n, call_result{});
-  finished_.assign(n, false);
+  finished_.assign(n, 0);
   cancels_.clear();
   cancels_.resize(n);
   pending_ = n;

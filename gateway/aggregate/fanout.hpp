@@ -13,6 +13,9 @@
 #include "gateway/observe/metrics.hpp"
 
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/small_vector.hpp>
+
+#include <cstdint>
 
 #include <string_view>
 #include <vector>
@@ -48,10 +51,14 @@ class fanout final : private call_sink {
   void call_finished(std::size_t index, call_result&& result) override;
 
   boost::asio::steady_timer wake_;
-  std::vector<cancel_source> cancels_;        // sized once per run(): stable addresses while it runs
-  std::vector<clock::time_point> deadlines_;  // per call: min(call timeout, request deadline)
+  // Per call, sized once per run() (stable addresses while it runs); a route's handful of calls fits in
+  // place, without an allocation.
+  template <class T>
+  using per_call = boost::container::small_vector<T, 8>;
+  per_call<cancel_source> cancels_;
+  per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
+  per_call<std::uint8_t> finished_;
   std::vector<call_result> results_;
-  std::vector<bool> finished_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs
   cancel_reason cancelled_ = cancel_reason::none;

@@ -33,8 +33,7 @@ class scanner {
   explicit scanner(const std::string& text)
       : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {}
 
-  bool object_top(std::vector<json_member>& members) {
-    members.reserve(8);  // most answers have a handful of members: one allocation instead of four
+  bool object_top(json_members& members) {
     skip_ws();
     if (!object(1, &members)) return false;
     skip_ws();
@@ -79,7 +78,7 @@ class scanner {
     return true;
   }
 
-  bool object(int depth, std::vector<json_member>* members) {
+  bool object(int depth, json_members* members) {
     if (depth > max_depth || !at('{')) return false;
     ++p_;
     skip_ws();

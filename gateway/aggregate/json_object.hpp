@@ -3,6 +3,7 @@
 // with the position of each top-level member recorded, so that the merge can copy members as they are
 // instead of building a document and printing it again. Pure functions.
 
+#include <boost/container/small_vector.hpp>
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
@@ -18,9 +19,12 @@ struct json_member {
   bool key_escaped = false;                    // the key holds a backslash escape
 };
 
+// Most answers have a handful of members: they are kept without an allocation of their own.
+using json_members = boost::container::small_vector<json_member, 8>;
+
 struct json_object_text {
   std::string text;  // the whole object, exactly as received
-  std::vector<json_member> members;
+  json_members members;
 
   std::string_view key(const json_member& m) const {
     return std::string_view(text).substr(m.key_pos, m.key_len);
