@@ -11,8 +11,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace gateway {
 
@@ -53,8 +57,10 @@ http_downstream::http_downstream(const downstream_settings& settings,
                                  const std::vector<net::io_context*>& workers, host_resolver& resolver)
     : settings_(settings) {
   const auto address = resolver.add(settings_.name, settings_.host, settings_.port, settings_.dns_refresh);
-  host_header_ =
+  const auto host =
       settings_.port == 80 ? settings_.host : settings_.host + ":" + std::to_string(settings_.port);
+  head_prefix_ = "GET " + settings_.base_path;
+  head_middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ";
   const std::size_t per_worker =
       std::max<std::size_t>(1, settings_.max_connections / std::max<std::size_t>(1, workers.size()));
   for (auto* ioc : workers) {
@@ -69,18 +75,74 @@ void http_downstream::close_idle(std::size_t worker) {
   pools_.at(worker)->close_idle();
 }
 
-std::string http_downstream::build_head(const call_request& request) const {
-  std::string head;
-  head.reserve(160 + settings_.base_path.size() + request.target.size() + request.traceparent.size());
-  head.append("GET ").append(settings_.base_path).append(request.target).append(" HTTP/1.1\r\nHost: ");
-  head.append(host_header_).append("\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ");
-  head.append(std::to_string(millis_left(request.deadline)))
-      .append("\r\nX-Request-Id: ")
-      .append(request.request_id);
+void http_downstream::build_head(const call_request& request, std::string& head) const {
+  char millis[24];
+  const auto left = std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline)).ptr;
+  head.reserve(head.size() + head_prefix_.size() + request.target.size() + head_middle_.size() + 64 +
+               request.request_id.size() + request.traceparent.size());
+  head.append(head_prefix_).append(request.target).append(head_middle_);
+  head.append(millis, left).append("\r\nX-Request-Id: ").append(request.request_id);
   if (!request.traceparent.empty()) head.append("\r\ntraceparent: ").append(request.traceparent);
   head.append("\r\n\r\n");
-  return head;
 }
+
+namespace {
+
+// Memory for calls, kept per I/O thread: a call is allocated and freed for every downstream request, and
+// a freed one serves the next without malloc. At most `cap` blocks wait; the rest go back to malloc, and
+// the thread's exit returns them all.
+class call_memory {
+ public:
+  static constexpr std::size_t cap = 1024;
+
+  static void* take(std::size_t size) {
+    auto& s = state;
+    if (s.head != nullptr && size == s.block_size) {
+      auto* block = s.head;
+      s.head = block->next;
+      --s.count;
+      return block;
+    }
+    return ::operator new(size);
+  }
+  static void give(void* p, std::size_t size) {
+    auto& s = state;
+    if (s.closed || s.count == cap || (s.block_size != 0 && size != s.block_size) || size < sizeof(block)) {
+      ::operator delete(p);
+      return;
+    }
+    if (s.block_size == 0) {
+      s.block_size = size;
+      static thread_local releaser at_exit;  // constructed with the first block kept
+    }
+    s.head = new (p) block{s.head};
+    ++s.count;
+  }
+
+ private:
+  struct block {
+    block* next;
+  };
+  struct list {  // trivially destructible: usable until the thread ends
+    block* head = nullptr;
+    std::size_t count = 0;
+    std::size_t block_size = 0;
+    bool closed = false;
+  };
+  struct releaser {
+    ~releaser() {
+      auto& s = state;
+      s.closed = true;
+      while (s.head != nullptr) ::operator delete(std::exchange(s.head, s.head->next));
+      s.count = 0;
+    }
+  };
+  static thread_local list state;
+};
+
+thread_local call_memory::list call_memory::state;
+
+}  // namespace
 
 // One call as a state machine on the I/O thread, without a stack of its own: acquire a connection
 // (idle, new, or wait for one at the cap), write the request, read the answer. The cancel_source hook
@@ -100,8 +162,21 @@ class http_call final : public read_readiness::listener {
         index_(index),
         cancel_(*request.cancel),
         deadline_(request.deadline),
-        started_(clock::now()),
-        head_(downstream.build_head(request)) {}
+        started_(clock::now()) {
+    thread_local std::string scratch;  // reused: built here, then copied into the call
+    scratch.clear();
+    downstream.build_head(request, scratch);
+    if (scratch.size() <= sizeof head_inline_) {
+      std::memcpy(head_inline_, scratch.data(), scratch.size());
+      head_ = std::string_view(head_inline_, scratch.size());
+    } else {
+      head_long_ = scratch;
+      head_ = head_long_;
+    }
+  }
+
+  static void* operator new(std::size_t size) { return call_memory::take(size); }
+  static void operator delete(void* p, std::size_t size) { call_memory::give(p, size); }
 
   void attempt(bool reused_allowed) {
     if (cancel_.cancelled()) return fail(net::error::operation_aborted, "cancelled");
@@ -215,11 +290,13 @@ class http_call final : public read_readiness::listener {
       return written(error_code(errno, boost::system::system_category()));
     }
     writing_ = true;
-    net::async_write(conn_->socket, net::buffer(head_) + static_cast<std::size_t>(std::max<ssize_t>(sent, 0)),
-                     [this](const error_code& ec, std::size_t) {
-                       writing_ = false;
-                       written(ec);
-                     });
+    net::async_write(
+        conn_->socket,
+        net::buffer(head_.data(), head_.size()) + static_cast<std::size_t>(std::max<ssize_t>(sent, 0)),
+        [this](const error_code& ec, std::size_t) {
+          writing_ = false;
+          written(ec);
+        });
   }
 
   void written(const error_code& ec) {
@@ -328,7 +405,9 @@ class http_call final : public read_readiness::listener {
   cancel_source& cancel_;
   clock::time_point deadline_;
   clock::time_point started_;
-  std::string head_;
+  std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
+  std::string head_long_;
+  char head_inline_[256];
   handle conn_;
   bool was_reused_ = false;
   bool writing_ = false;         // the part of the request `send` did not take is being written

@@ -29,11 +29,13 @@ class http_downstream final : public downstream {
   void close_idle(std::size_t worker) override;
 
   const downstream_settings& settings() const { return settings_; }
-  std::string build_head(const call_request& request) const;
+  // Appends the request head for `request` to `head`.
+  void build_head(const call_request& request, std::string& head) const;
 
  private:
   downstream_settings settings_;
-  std::string host_header_;
+  std::string head_prefix_;  // "GET " and the base path
+  std::string head_middle_;  // from the version through the Host and Accept fields to the timeout's name
   std::vector<std::unique_ptr<connection_pool>> pools_;  // indexed by worker
 };
 
