@@ -10,6 +10,10 @@ namespace gateway {
 
 namespace net = boost::asio;
 
+fanout::~fanout() {
+  if (queue_ != nullptr) queue_->remove(*this);  // a coroutine destroyed while it waited
+}
+
 void fanout::cancel(cancel_reason why) {
   if (cancelled_ == cancel_reason::none) cancelled_ = why;
   for (std::size_t i = 0; i < cancels_.size(); ++i) {
@@ -50,7 +54,11 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
                                  result.latency);
   results_[index] = std::move(result);
   finished_[index] = 1;
-  if (--pending_ == 0) wake_.cancel();
+  if (--pending_ == 0) wake_.notify();  // resumes run() here, last: it may end the request
+}
+
+void fanout::on_deadline() {
+  wake_.notify();
 }
 
 void fanout::start_call(std::size_t index) {
@@ -70,7 +78,7 @@ void fanout::start_call(std::size_t index) {
   }
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
-      wake_.get_executor(), std::allocator_arg, stack_cache(request.stack_size),
+      ex_, std::allocator_arg, stack_cache(request.stack_size),
       [this, index, &request](net::yield_context child) {
         if (request.metrics) request.metrics->coroutine_started();
         call_result result;
@@ -109,17 +117,19 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   request_ = &request;
   for (std::size_t i = 0; i < n; ++i) start_call(i);
 
-  // One timer enforces every call's deadline: it sleeps until the earliest deadline of a call still
-  // running, cancels the calls whose deadline has passed, and sleeps again. The last call to finish
-  // wakes it for good. Calls finish promptly once cancelled (their socket or timer is cancelled).
+  // The I/O thread's deadline queue enforces every call's deadline: this fan-out waits until the earliest
+  // deadline of a call still running, cancels the calls whose deadline has passed, and waits again. The
+  // last call to finish wakes it for good. Calls finish promptly once cancelled (their socket or timer is
+  // cancelled).
+  queue_ = request.deadlines;
   while (pending_ > 0) {
     auto next = clock::time_point::max();
     for (std::size_t i = 0; i < n; ++i) {
       if (!finished_[i] && !cancels_[i].cancelled()) next = std::min(next, deadlines_[i]);
     }
-    wake_.expires_at(next);
-    boost::system::error_code ec;
-    wake_.async_wait(yield[ec]);
+    if (next != clock::time_point::max()) queue_->set(*this, next);
+    wake_.wait(yield);
+    queue_->remove(*this);
     if (pending_ == 0) break;
     const auto woke = clock::now();
     for (std::size_t i = 0; i < n; ++i) {

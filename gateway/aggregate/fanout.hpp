@@ -9,6 +9,8 @@
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
+#include "gateway/core/deadline_queue.hpp"
+#include "gateway/core/direct_wake.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
 
@@ -31,14 +33,16 @@ struct fanout_request {
   std::string_view traceparent;
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
-  worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
+  worker_metrics* metrics = nullptr;    // the I/O thread's; null in tests
+  deadline_queue* deadlines = nullptr;  // the I/O thread's
 };
 
-class fanout final : private call_sink {
+class fanout final : private call_sink, private deadline_queue::entry {
  public:
-  explicit fanout(const boost::asio::any_io_executor& ex) : wake_(ex) {}
+  explicit fanout(const boost::asio::any_io_executor& ex) : ex_(ex) {}
   fanout(const fanout&) = delete;
   fanout& operator=(const fanout&) = delete;
+  ~fanout();
 
   std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
 
@@ -49,8 +53,10 @@ class fanout final : private call_sink {
   call_request make_request(std::size_t index, std::string& target);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
+  void on_deadline() override;
 
-  boost::asio::steady_timer wake_;
+  boost::asio::any_io_executor ex_;
+  direct_wake wake_;  // the last call finished, or a deadline came
   // Per call, sized once per run() (stable addresses while it runs); a route's handful of calls fits in
   // place, without an allocation.
   template <class T>
@@ -61,6 +67,7 @@ class fanout final : private call_sink {
   std::vector<call_result> results_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs
+  deadline_queue* queue_ = nullptr;          // where this fan-out's next deadline is queued
   cancel_reason cancelled_ = cancel_reason::none;
 };
 

@@ -19,7 +19,11 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 client_io::client_io(net::ip::tcp::socket& socket, std::size_t buffer_limit)
-    : socket_(socket), buffer_(buffer_limit), readiness_(socket), timer_(socket.get_executor()) {
+    : socket_(socket),
+      buffer_(buffer_limit),
+      readiness_(socket),
+      timer_(socket.get_executor()),
+      alive_(std::make_shared<client_io*>(this)) {
   report_input_left(socket_);
 }
 
@@ -78,18 +82,40 @@ void client_io::release_buffer() {
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
 }
 
+client_io::~client_io() {
+  *alive_ = nullptr;  // the timer's handler may still be queued
+}
+
 client_io::wait_result client_io::wait_readable(clock::time_point until, net::yield_context yield) {
   if (!readable_) {
     if (!readiness_.waiting()) readiness_.wait(*this);
     mode_ = mode::waiting;
-    timer_.expires_at(until);
-    error_code ignored;
-    timer_.async_wait(yield[ignored]);  // ends at `until`, or cancelled by on_readable
+    wait_until_ = until;
+    arm_timer();
+    wake_.wait(yield);  // resumed by on_readable, or by the timer at `until`
     mode_ = mode::none;
     if (!readable_) return wait_result::timed_out;
   }
   readable_ = false;
   return std::exchange(aborted_, false) ? wait_result::aborted : wait_result::readable;
+}
+
+// The timer is set for a wait's end only when it is not set already for an earlier time: a connection's
+// waits for its next request then cost no timer operation; a timer that fires before the wait's end (set
+// for an earlier wait) sets itself again.
+void client_io::arm_timer() {
+  if (timer_set_ && timer_due_ <= wait_until_) return;
+  timer_set_ = true;
+  timer_due_ = wait_until_;
+  timer_.expires_at(timer_due_);  // replaces a later wait (its handler runs as aborted)
+  timer_.async_wait([alive = alive_](const error_code& ec) {
+    if (ec || *alive == nullptr) return;
+    auto& self = **alive;
+    self.timer_set_ = false;
+    if (self.mode_ != mode::waiting) return;  // a request is being handled; the next wait sets it again
+    if (clock::now() < self.wait_until_) return self.arm_timer();
+    self.wake_.notify();  // timed out
+  });
 }
 
 void client_io::on_readable(const error_code& ec) {
@@ -105,7 +131,7 @@ void client_io::on_readable(const error_code& ec) {
     readiness_.wait(*this);
   }
   if (mode_ == mode::waiting) {
-    timer_.cancel();
+    wake_.notify();  // last: the resumed coroutine may end the connection
   } else if (mode_ == mode::watching && !ec) {
     check_peer();
   }
@@ -154,21 +180,23 @@ bool client_io::send(std::string_view head, std::string_view body, clock::durati
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
 
   // The rest as the client takes it, under the write timeout. The timer's handler may run after this
-  // returns (it was due already): it touches the socket only while `guard` still points at it.
+  // returns (it was due already): it cancels the socket only while this write is still going.
   const auto sent = static_cast<std::size_t>(std::max<ssize_t>(n, 0));
   const std::array<net::const_buffer, 2> rest{
       net::buffer(head.data(), head.size()) + sent,
       net::buffer(body.data(), body.size()) + (sent > head.size() ? sent - head.size() : 0)};
-  auto guard = std::make_shared<net::ip::tcp::socket*>(&socket_);
+  timer_set_ = false;  // the write's own timeout replaces the wait's (whose handler then runs as aborted)
+  const auto write = ++writes_;
+  writing_ = true;
   timer_.expires_after(write_timeout);
-  timer_.async_wait([guard](const error_code& ec) {
-    if (ec || *guard == nullptr) return;
+  timer_.async_wait([alive = alive_, write](const error_code& ec) {
+    if (ec || *alive == nullptr || !(*alive)->writing_ || (*alive)->writes_ != write) return;
     error_code ignored;
-    (*guard)->cancel(ignored);
+    (*alive)->socket_.cancel(ignored);
   });
   error_code ec;
   net::async_write(socket_, rest, yield[ec]);
-  *guard = nullptr;
+  writing_ = false;
   timer_.cancel();
   return !ec;
 }

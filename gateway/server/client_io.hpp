@@ -13,6 +13,7 @@
 // the watch quietly. Everything runs on the socket's executor; cancelling the socket (drain, shutdown)
 // ends a wait at once.
 
+#include "gateway/core/direct_wake.hpp"
 #include "gateway/core/duration.hpp"
 #include "gateway/core/read_readiness.hpp"
 
@@ -23,7 +24,9 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 namespace gateway {
@@ -35,6 +38,7 @@ class client_io final : read_readiness::listener {
   client_io(boost::asio::ip::tcp::socket& socket, std::size_t buffer_limit);
   client_io(const client_io&) = delete;
   client_io& operator=(const client_io&) = delete;
+  ~client_io();
 
   struct read_result {
     bool ok = false;
@@ -65,11 +69,19 @@ class client_io final : read_readiness::listener {
   wait_result wait_readable(clock::time_point until, boost::asio::yield_context yield);
   void check_peer();
   void note_drained();
+  void arm_timer();
 
   boost::asio::ip::tcp::socket& socket_;
   boost::beast::flat_buffer buffer_;
   read_readiness readiness_;
-  boost::asio::steady_timer timer_;
+  boost::asio::steady_timer timer_;  // a wait's end (idle, header timeout), or a write's timeout
+  direct_wake wake_;                 // the coroutine in wait_readable()
+  clock::time_point wait_until_{};   // the current wait's end
+  bool timer_set_ = false;           // timer_ is set, for timer_due_, on a wait's behalf
+  clock::time_point timer_due_{};
+  bool writing_ = false;               // an answer is being written under timer_
+  std::uint64_t writes_ = 0;           // numbers the writes, for a timer's handler that runs late
+  std::shared_ptr<client_io*> alive_;  // null once destroyed: the timer's handler may still be queued
   mode mode_ = mode::none;
   bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
   bool quiet_ = false;     // nothing was waiting at the last look, and the wait reports what comes next
