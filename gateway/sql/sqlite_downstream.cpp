@@ -1,14 +1,16 @@
 #include "gateway/sql/sqlite_downstream.hpp"
 
+#include "gateway/core/direct_wake.hpp"
 #include "gateway/core/io_thread.hpp"
+#include "gateway/core/json_text.hpp"
 
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <stdexcept>
 #include <thread>
 
@@ -31,9 +33,10 @@ struct sqlite_downstream::connection {
 };
 
 struct sqlite_downstream::job {
-  explicit job(const net::any_io_executor& ex) : wake(ex) {}
-  net::steady_timer wake;  // touched only on the coroutine's executor
-  bool done = false;       // idem
+  explicit job(const net::any_io_executor& ex) : executor(ex) {}
+  net::any_io_executor executor;  // the coroutine's: the result is posted back there
+  direct_wake wake;               // touched only on the coroutine's executor
+  bool done = false;              // idem
   std::uint64_t id = 0;
   std::size_t slot = 0;
   bool cancelled = false;  // guarded by the connection's running_mutex
@@ -146,14 +149,10 @@ call_result sqlite_downstream::run_query(std::size_t slot, std::vector<std::opti
     if (request.cancel) {
       hook.emplace(*request.cancel, [this, j] {
         interrupt(*j);
-        j->wake.cancel();
+        j->wake.notify();
       });
     }
-    while (!j->done && !(request.cancel && request.cancel->cancelled())) {
-      j->wake.expires_at(clock::time_point::max());
-      boost::system::error_code ec;
-      j->wake.async_wait(yield[ec]);
-    }
+    while (!j->done && !(request.cancel && request.cancel->cancelled())) j->wake.wait(yield);
   }
   if (j->done) return std::move(j->result);
   out.outcome = call_outcome::cancelled;
@@ -199,23 +198,30 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
     }
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-      auto row = nlohmann::json::object();
+      // The row as JSON text, written directly: column names and text as JSON strings, numbers as they
+      // are (a double through the JSON library, for its shortest exact form and null for NaN/inf).
+      std::string text = "{";
       std::size_t bytes = 0;
       const int columns = sqlite3_column_count(st);
       for (int col = 0; col < columns; ++col) {
+        if (col > 0) text += ',';
         const char* name = sqlite3_column_name(st, col);
-        auto& value = row[name ? name : ""];
+        append_json_string(text, name ? name : "");
+        text += ':';
         switch (sqlite3_column_type(st, col)) {
-          case SQLITE_INTEGER:
-            value = static_cast<std::int64_t>(sqlite3_column_int64(st, col));
+          case SQLITE_INTEGER: {
+            char digits[24];
+            const auto end = std::to_chars(digits, digits + sizeof digits, sqlite3_column_int64(st, col)).ptr;
+            text.append(digits, end);
             break;
+          }
           case SQLITE_FLOAT:
-            value = sqlite3_column_double(st, col);
+            text += nlohmann::json(sqlite3_column_double(st, col)).dump();
             break;
           case SQLITE_TEXT: {
-            const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st, col));
+            const auto* chars = reinterpret_cast<const char*>(sqlite3_column_text(st, col));
             const auto size = static_cast<std::size_t>(sqlite3_column_bytes(st, col));
-            value = std::string(text ? text : "", text ? size : 0);
+            append_json_string(text, std::string_view(chars ? chars : "", chars ? size : 0));
             bytes += size;
             break;
           }
@@ -224,19 +230,23 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
             const auto size = static_cast<std::size_t>(sqlite3_column_bytes(st, col));
             std::string encoded;
             base64_append(encoded, data, size);
-            value = std::move(encoded);
+            text += '"';
+            text += encoded;
+            text += '"';
             bytes += size;
             break;
           }
           default:
-            value = nullptr;
+            text += "null";
         }
       }
+      text += '}';
       if (bytes > settings_.max_response_bytes) {
         r.detail = "row too large";
-      } else {
-        r.body = json_object_from(row);
+      } else if (parse_json_object(std::move(text), r.body)) {
         r.outcome = call_outcome::ok;
+      } else {
+        r.detail = "row not representable";  // not expected: the text above is valid JSON
       }
     } else if (rc == SQLITE_DONE) {
       r.detail = "no row";
@@ -256,9 +266,9 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
   }
   slots_.put_idle(j->slot);
   j->permit.release();
-  net::post(j->wake.get_executor(), [j] {
+  net::post(j->executor, [j] {
     j->done = true;
-    j->wake.cancel();
+    j->wake.notify();
   });
 }
 
