@@ -4,7 +4,7 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b c d e (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b floorb c d e (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b c d e)
+all_scenarios=(a100 floor a1000 b floorb c d e)
 
 usage() { sed -n '7,13s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | c | d | e) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | floorb | c | d | e) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -393,6 +393,19 @@ scenario_b() {
   check_target "b: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
   check_target "b: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
   check_target "b: mock CPU per call, us" "$last_mock_call" "<=" 70
+}
+
+# floorb: b's load and downstream delays against floor-proxy (inventory over HTTP at 120 ms, as the mock
+# answers it): what the same exchanges, with b's staggered answers, cost with no gateway at all.
+scenario_floorb() {
+  local conns=1000 secs=20
+  [ $quick -eq 0 ] || { conns=50; secs=3; }
+  start_mock floorb --path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms \
+    --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms
+  start_floor floorb
+  measure floorb "$conns" "$secs" "$(limit_of "$conns" 250)" \
+    "floor (raw epoll, no gateway): $conns connections, downstream delays as in b; latency by percentile"
+  stop_servers floorb
 }
 
 # c: coupon hangs; 800 ms deadline; sequential single requests timed by curl.
