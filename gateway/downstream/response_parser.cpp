@@ -6,6 +6,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace gateway {
 
 namespace http = boost::beast::http;
@@ -39,6 +43,49 @@ bool is_text(std::string_view s) {
   }
   return true;
 }
+
+// The usual characters of a field name (letters, digits, '-') and of a field value (anything but a
+// control character) are skipped 16 at a time; the byte tables decide at the first other character.
+// `limit`: the scans read no further than this.
+#if defined(__SSE2__)
+const char* skip_name_chars(const char* p, const char* limit) {
+  const __m128i a = _mm_set1_epi8('a' - 1), z = _mm_set1_epi8('z' + 1);
+  const __m128i zero = _mm_set1_epi8('0' - 1), nine = _mm_set1_epi8('9' + 1);
+  const __m128i dash = _mm_set1_epi8('-'), lower = _mm_set1_epi8(0x20);
+  while (limit - p >= 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i l = _mm_or_si128(x, lower);
+    const __m128i ok =
+        _mm_or_si128(_mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(l, a), _mm_cmplt_epi8(l, z)),
+                                  _mm_and_si128(_mm_cmpgt_epi8(x, zero), _mm_cmplt_epi8(x, nine))),
+                     _mm_cmpeq_epi8(x, dash));
+    const unsigned bad = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xFFFFu;
+    if (bad != 0) return p + __builtin_ctz(bad);
+    p += 16;
+  }
+  return p;
+}
+
+const char* skip_value_chars(const char* p, const char* limit) {
+  const __m128i space = _mm_set1_epi8(0x20), minus_one = _mm_set1_epi8(-1), del = _mm_set1_epi8(0x7f);
+  while (limit - p >= 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i control = _mm_and_si128(_mm_cmplt_epi8(x, space), _mm_cmpgt_epi8(x, minus_one));
+    const unsigned bad =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(control, _mm_cmpeq_epi8(x, del))));
+    if (bad != 0) return p + __builtin_ctz(bad);
+    p += 16;
+  }
+  return p;
+}
+#else
+const char* skip_name_chars(const char* p, const char*) {
+  return p;
+}
+const char* skip_value_chars(const char* p, const char*) {
+  return p;
+}
+#endif
 
 // `a` (token characters) equals `lower` (lower-case letters and '-') without regard to case: for token
 // characters, setting bit 0x20 lower-cases a letter and maps nothing else onto a letter or '-'.
@@ -160,7 +207,7 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
   }
   p = eol + 2;
   while (p != fields_end) {
-    if (!parse_field(p, ec)) return 0;
+    if (!parse_field(p, data.data() + end + 4, ec)) return 0;
   }
   if (te_seen_ && has_length_) {  // framing a downstream must not send: refuse rather than guess
     ec = http::error::bad_transfer_encoding;
@@ -204,8 +251,8 @@ bool response_parser::parse_status_line(std::string_view line) {
 }
 
 // name ":" OWS value OWS CRLF, in one pass; `p` moves past the CRLF.
-bool response_parser::parse_field(const char*& p, error_code& ec) {
-  const char* q = p;
+bool response_parser::parse_field(const char*& p, const char* limit, error_code& ec) {
+  const char* q = skip_name_chars(p, limit);
   while (tchar_table[static_cast<unsigned char>(*q)]) ++q;
   if (q == p || *q != ':') {
     ec = (*p == ' ' || *p == '\t') ? http::error::bad_obs_fold : http::error::bad_field;
@@ -215,7 +262,11 @@ bool response_parser::parse_field(const char*& p, error_code& ec) {
   ++q;
   while (*q == ' ' || *q == '\t') ++q;
   const char* const value_start = q;
-  while (text_table[static_cast<unsigned char>(*q)]) ++q;
+  for (;;) {
+    q = skip_value_chars(q, limit);
+    if (!text_table[static_cast<unsigned char>(*q)]) break;
+    ++q;  // a tab, or the last few characters before `limit`
+  }
   if (q[0] != '\r' || q[1] != '\n') {  // a control character, or a CR alone
     ec = http::error::bad_value;
     return false;

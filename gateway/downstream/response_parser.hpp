@@ -38,7 +38,7 @@ class response_parser {
 
   std::size_t parse_head(std::string_view data, boost::system::error_code& ec);
   bool parse_status_line(std::string_view line);
-  bool parse_field(const char*& p, boost::system::error_code& ec);
+  bool parse_field(const char*& p, const char* limit, boost::system::error_code& ec);
   std::size_t parse_chunk_size(std::string_view data, boost::system::error_code& ec);
   std::size_t parse_trailers(std::string_view data, boost::system::error_code& ec);
   bool append(std::string_view bytes, boost::system::error_code& ec);
