@@ -93,9 +93,9 @@ void read_readiness::wait(listener& l) {
   op_->starting = false;
 }
 
-void report_input_left(net::ip::tcp::socket& socket) {
+bool report_input_left(net::ip::tcp::socket& socket) {
   const int on = 1;
-  ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on);  // else: short reads
+  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
 }
 
 socket_read read_now(net::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, std::size_t min_room) {

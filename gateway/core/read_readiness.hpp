@@ -49,17 +49,18 @@ class read_readiness {
 };
 
 // Asks the kernel to report, with every read, how much is left to read (TCP_INQ): an end of stream that
-// arrived together with the data counts as something left. One `setsockopt` per connection; without it
-// (or on a kernel without TCP_INQ) read_now falls back to treating a short read as drained.
-void report_input_left(boost::asio::ip::tcp::socket& socket);
+// arrived together with the data counts as something left. One `setsockopt` per connection; false when
+// the kernel refuses it (older than 4.18), and read_now then treats a short read as drained.
+bool report_input_left(boost::asio::ip::tcp::socket& socket);
 
 // One non-blocking `recvmsg` into `buffer`'s free space (at least `min_room` bytes, at most 64 KiB, within
 // the buffer's max size), what a readiness owner does after a wake-up. `ec`: would_block (nothing
 // waiting), eof (the peer closed), no_buffer_space (the buffer is full) or the socket's error.
 struct socket_read {
   std::size_t bytes = 0;  // committed to the buffer
-  // Nothing more is waiting: no data and no end of stream (exact with report_input_left, else a read
-  // shorter than the room it had). Anything arriving later raises a new edge.
+  // Nothing more is waiting: no data and no end of stream (exact with report_input_left or after
+  // would_block; else a read shorter than the room it had, which may leave an end of stream behind).
+  // Anything arriving later raises a new edge.
   bool drained = false;
   boost::system::error_code ec;
 };

@@ -24,7 +24,7 @@ client_io::client_io(net::ip::tcp::socket& socket, std::size_t buffer_limit)
       readiness_(socket),
       timer_(socket.get_executor()),
       alive_(std::make_shared<client_io*>(this)) {
-  report_input_left(socket_);
+  exact_ = report_input_left(socket_);
 }
 
 client_io::read_result client_io::read_request(request_parser& parser, clock::time_point idle_until,
@@ -49,7 +49,7 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     // reports something; the client cannot have sent its next request before it had this answer.
     if (quiet_ && wait_readable(until, yield) != wait_result::readable) return {false, {}};
     const auto got = read_now(socket_, buffer_, 1024);
-    if (got.drained) note_drained();
+    if (got.drained && (exact_ || got.ec == net::error::would_block)) note_drained();
     if (got.bytes > 0) {
       if (!started) {
         started = true;
@@ -143,7 +143,7 @@ void client_io::watch_peer(std::function<void()> on_close) {
   mode_ = mode::watching;
   // The request's last read left nothing behind: from now on epoll reports the client leaving. Else one
   // look first: an end of stream that arrived together with the request raises no edge of its own.
-  if (!quiet_) check_peer();
+  if (!quiet_ || !exact_) check_peer();
 }
 
 void client_io::stop_watch() {

@@ -85,6 +85,7 @@ class client_io final : read_readiness::listener {
   mode mode_ = mode::none;
   bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
   bool quiet_ = false;     // nothing was waiting at the last look, and the wait reports what comes next
+  bool exact_ = false;     // reads report an end of stream left behind (TCP_INQ); else a peek checks
   bool aborted_ = false;
   bool peer_closed_ = false;
   std::function<void()> on_close_;
