@@ -361,34 +361,35 @@ class http_call final : public read_readiness::listener {
       if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
       return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
     }
-    result_.status = parser_->status();
+    call_result result;  // built only now: a call in flight does not carry one
+    result.status = parser_->status();
     if (parser_->keep_alive() && drained_ && conn_->buffer.size() == 0) {
       pool_.release(std::move(conn_));
     } else {
       pool_.discard(std::move(conn_));
     }
-    if (result_.status < 200 || result_.status > 299) {
-      result_.outcome = call_outcome::error;
-      result_.detail = result_.status >= 500 ? "status 5xx" : "status not 2xx";
-    } else if (!parse_json_object(std::move(parser_->body()), result_.body)) {
-      result_.outcome = call_outcome::error;
-      result_.detail = "body not a JSON object";
+    if (result.status < 200 || result.status > 299) {
+      result.outcome = call_outcome::error;
+      result.detail = result.status >= 500 ? "status 5xx" : "status not 2xx";
+    } else if (!parse_json_object(std::move(parser_->body()), result.body)) {
+      result.outcome = call_outcome::error;
+      result.detail = "body not a JSON object";
     } else {
-      result_.outcome = call_outcome::ok;
+      result.outcome = call_outcome::ok;
     }
-    done();
+    done(std::move(result));
   }
 
   void fail(const error_code& ec, const char* what) {
-    mark_failed(result_, cancel_, ec, what);
-    done();
+    call_result result;
+    mark_failed(result, cancel_, ec, what);
+    done(std::move(result));
   }
 
-  void done() {
-    result_.latency = clock::now() - started_;
+  void done(call_result&& result) {
+    result.latency = clock::now() - started_;
     auto& sink = sink_;
     const auto index = index_;
-    auto result = std::move(result_);
     if (timer_pending_) {  // its handler, due at once, deletes the call
       finished_ = true;
       timer_->cancel();
@@ -421,7 +422,6 @@ class http_call final : public read_readiness::listener {
   std::optional<net::steady_timer> timer_;
   connection_pool::waiter waiter_;
   std::optional<response_parser> parser_;
-  call_result result_;
 };
 
 bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
