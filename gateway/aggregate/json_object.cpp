@@ -41,7 +41,7 @@ class scanner {
   }
 
  private:
-  bool at(char c) const { return p_ != end_ && *p_ == c; }
+  bool at(char c) const { return *p_ == c; }  // never past end_, where the NUL matches no c used here
   void skip_ws() {
     const char* p = p_;
     while (ws_table[static_cast<unsigned char>(*p)]) ++p;
