@@ -329,7 +329,8 @@ measure() {
   add_row "$name" "$conns" "$last_rps" "$limit" "$(calc %.1f "$(field "$out" good) / $secs_run")" \
     "$(calc %.1f "$last_p50")" "$(calc %.1f "$(field "$out" p90)")" "$(calc %.1f "$last_p99")" \
     "$(calc %.1f "$(field "$out" p999)")" "$errors" "$gw_cpu" "$last_rss" "$mock_req" "$mock_call"
-  notes+=("- $name: $(field "$out" answers) answers, $(field "$out" degraded) degraded, $bad bad ($(field "$out" non200) not 200), socket errors connect/read/write/timeout $(field "$out" connect)/$(field "$out" read)/$(field "$out" write)/$(field "$out" timeout), max latency $(calc %.1f "$(field "$out" max)") ms; gateway CPU in the kernel $gw_sys of $gw_cpu µs/req; fallbacks by call since the start (warm-up included): $(fallbacks)")
+  notes+=("- $name: $(field "$out" answers) answers, $(field "$out" degraded) degraded, $bad bad ($(field "$out" non200) not 200), socket errors connect/read/write/timeout $(field "$out" connect)/$(field "$out" read)/$(field "$out" write)/$(field "$out" timeout), max latency $(calc %.1f "$(field "$out" max)") ms; gateway CPU in the kernel $gw_sys of $gw_cpu µs/req$(
+    [ "$mock_req" = - ] || [ "$mock_req" -eq 0 ] || echo ", $(calc %.2f "$gw_cpu / $mock_req") of the mock's"); fallbacks by call since the start (warm-up included): $(fallbacks)")
   [ "$errors" -eq 0 ] || problem "$name: $errors errors ($bad bad answers)"
   plot "$name" "$title"
 }
