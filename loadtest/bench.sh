@@ -4,7 +4,7 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b floorb c d e (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c d e (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b floorb c d e)
+all_scenarios=(a100 floor a1000 b bhttp floorb c d e)
 
 usage() { sed -n '7,13s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | floorb | c | d | e) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | bhttp | floorb | c | d | e) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -394,6 +394,22 @@ scenario_b() {
   check_target "b: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
   check_target "b: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
   check_target "b: mock CPU per call, us" "$last_mock_call" "<=" 70
+}
+
+# bhttp: b as the delays are listed (inventory too at 120 ms over HTTP), with a100's generated config:
+# six HTTP calls, the same exchanges as floorb, so the two rows compare directly.
+scenario_bhttp() {
+  local conns=1000 secs=20
+  [ $quick -eq 0 ] || { conns=50; secs=3; }
+  start_mock bhttp --path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms \
+    --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms
+  write_http_config "$work/bhttp.yaml" 800ms "$conns"
+  start_gateway bhttp "$work/bhttp.yaml"
+  measure bhttp "$conns" "$secs" "$(limit_of "$conns" 250)" \
+    "bhttp: $conns connections, six HTTP calls 110-250 ms; latency by percentile"
+  stop_servers bhttp
+  check_target "bhttp: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
+  check_target "bhttp: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
 }
 
 # floorb: b's load and downstream delays against floor-proxy (inventory over HTTP at 120 ms, as the mock
