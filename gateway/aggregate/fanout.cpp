@@ -37,6 +37,7 @@ call_request fanout::make_request(std::size_t index, std::string& target) {
   req.params = request.params;
   req.param_specs = &request.route->params;
   req.deadline = deadlines_[index];
+  req.now = started_;
   req.request_id = request.request_id;
   req.traceparent = request.traceparent;
   req.worker = request.worker;
@@ -63,7 +64,7 @@ void fanout::on_deadline() {
 
 void fanout::start_call(std::size_t index) {
   const auto& request = *request_;
-  if (deadlines_[index] <= clock::now()) {  // no time left: don't bother the downstream
+  if (deadlines_[index] <= started_) {  // no time left: don't bother the downstream
     call_result result;
     result.outcome = call_outcome::timeout;
     result.detail = "no time left";
@@ -105,10 +106,11 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   cancels_.clear();
   cancels_.resize(n);
   pending_ = n;
-  const auto now = clock::now();
+  started_ = clock::now();  // one reading serves every call's start
   deadlines_.clear();
   for (const auto& call : request.route->calls) {
-    deadlines_.push_back(call.timeout ? std::min(request.deadline, now + *call.timeout) : request.deadline);
+    deadlines_.push_back(call.timeout ? std::min(request.deadline, started_ + *call.timeout)
+                                      : request.deadline);
   }
   if (cancelled_ != cancel_reason::none) {
     for (auto& c : cancels_) c.request_cancel(cancelled_);

@@ -62,6 +62,7 @@ class fanout final : private call_sink, private deadline_queue::entry {
   template <class T>
   using per_call = boost::container::small_vector<T, 8>;
   per_call<cancel_source> cancels_;
+  clock::time_point started_;              // when run() started the calls
   per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
   per_call<std::uint8_t> finished_;
   std::vector<call_result> results_;

@@ -15,8 +15,7 @@ connection_pool::connection_pool(net::any_io_executor ex, std::shared_ptr<const 
       connect_timeout_(connect_timeout),
       idle_timeout_(idle_timeout) {}
 
-connection_pool::handle connection_pool::take_idle() {
-  const auto now = clock::now();
+connection_pool::handle connection_pool::take_idle(clock::time_point now) {
   while (!idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
@@ -66,7 +65,7 @@ void connection_pool::dequeue(waiter& w) {
   waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), &w), waiters_.end());
 }
 
-void connection_pool::release(handle conn) {
+void connection_pool::release(handle conn, clock::time_point now) {
   // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
   if (!conn->socket.is_open() || conn->stale || !current(*conn)) {
     discard(std::move(conn));
@@ -75,7 +74,7 @@ void connection_pool::release(handle conn) {
   conn->user = nullptr;
   if (!conn->readiness.waiting()) conn->readiness.wait(*conn);
   conn->reused = true;
-  conn->last_used = clock::now();
+  conn->last_used = now;
   if (!waiters_.empty()) {
     wake_first_waiter(std::move(conn));
     return;

@@ -62,8 +62,8 @@ class connection_pool {
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
 
-  // An idle connection still fit for use, or null.
-  handle take_idle();
+  // An idle connection still fit for use at `now`, or null.
+  handle take_idle(clock::time_point now);
   // Takes a slot for a new connection when one is free (for `fresh`, closing an idle connection to make
   // room); the caller then calls open() or release_slot().
   bool reserve_slot(bool fresh);
@@ -79,8 +79,8 @@ class connection_pool {
   const boost::asio::any_io_executor& executor() const { return ex_; }
   microseconds connect_timeout() const { return connect_timeout_; }
 
-  // Returns a connection whose last exchange finished cleanly, for reuse; watches it while idle.
-  void release(handle conn);
+  // Returns a connection whose last exchange finished cleanly (at `now`), for reuse; watches it while idle.
+  void release(handle conn, clock::time_point now);
   // Closes a connection (failed or unfinished exchange) and frees its slot.
   void discard(handle conn);
   void close_idle();

@@ -26,6 +26,7 @@ struct call_request {
   const std::vector<std::string>* params = nullptr;  // route parameter values, aligned with param_specs
   const std::vector<param_settings>* param_specs = nullptr;  // the route's parameters
   clock::time_point deadline;                                // effective deadline of this call
+  clock::time_point now;                                     // when the fan-out started it
   std::string_view request_id;
   std::string_view traceparent;  // empty when absent
   std::size_t worker = 0;        // index of the I/O thread the coroutine runs on

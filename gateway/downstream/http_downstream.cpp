@@ -77,7 +77,8 @@ void http_downstream::close_idle(std::size_t worker) {
 
 void http_downstream::build_head(const call_request& request, std::string& head) const {
   char millis[24];
-  const auto left = std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline)).ptr;
+  const auto left =
+      std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline, request.now)).ptr;
   head.reserve(head.size() + head_prefix_.size() + request.target.size() + head_middle_.size() + 64 +
                request.request_id.size() + request.traceparent.size());
   head.append(head_prefix_).append(request.target).append(head_middle_);
@@ -162,7 +163,7 @@ class http_call final : public read_readiness::listener {
         index_(index),
         cancel_(*request.cancel),
         deadline_(request.deadline),
-        started_(clock::now()) {
+        started_(request.now) {
     thread_local std::string scratch;  // reused: built here, then copied into the call
     scratch.clear();
     downstream.build_head(request, scratch);
@@ -181,7 +182,7 @@ class http_call final : public read_readiness::listener {
   void attempt(bool reused_allowed) {
     if (cancel_.cancelled()) return fail(net::error::operation_aborted, "cancelled");
     if (reused_allowed) {
-      if (auto conn = pool_.take_idle()) return exchange(std::move(conn));
+      if (auto conn = pool_.take_idle(started_)) return exchange(std::move(conn));
     }
     if (pool_.reserve_slot(!reused_allowed)) return connect();
     wait_for_connection();
@@ -204,7 +205,7 @@ class http_call final : public read_readiness::listener {
     pool_.dequeue(waiter_);
     if (waiter_.conn) {
       if (!cancel_.cancelled()) return exchange(std::move(waiter_.conn));
-      pool_.release(std::move(waiter_.conn));  // pass it on to the next waiter
+      pool_.release(std::move(waiter_.conn), clock::now());  // pass it on to the next waiter
       return fail(net::error::operation_aborted, "cancelled");
     }
     if (!waiter_.slot_freed) {
@@ -361,10 +362,11 @@ class http_call final : public read_readiness::listener {
       if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
       return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
     }
+    const auto now = clock::now();
     call_result result;  // built only now: a call in flight does not carry one
     result.status = parser_->status();
     if (parser_->keep_alive() && drained_ && conn_->buffer.size() == 0) {
-      pool_.release(std::move(conn_));
+      pool_.release(std::move(conn_), now);
     } else {
       pool_.discard(std::move(conn_));
     }
@@ -377,17 +379,17 @@ class http_call final : public read_readiness::listener {
     } else {
       result.outcome = call_outcome::ok;
     }
-    done(std::move(result));
+    done(std::move(result), now);
   }
 
   void fail(const error_code& ec, const char* what) {
     call_result result;
     mark_failed(result, cancel_, ec, what);
-    done(std::move(result));
+    done(std::move(result), clock::now());
   }
 
-  void done(call_result&& result) {
-    result.latency = clock::now() - started_;
+  void done(call_result&& result, clock::time_point now) {
+    result.latency = now - started_;
     auto& sink = sink_;
     const auto index = index_;
     if (timer_pending_) {  // its handler, due at once, deletes the call

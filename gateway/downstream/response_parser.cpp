@@ -87,14 +87,49 @@ const char* skip_value_chars(const char* p, const char*) {
 }
 #endif
 
+std::uint64_t load8(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // `a` (token characters) equals `lower` (lower-case letters and '-') without regard to case: for token
-// characters, setting bit 0x20 lower-cases a letter and maps nothing else onto a letter or '-'.
+// characters, setting bit 0x20 lower-cases a letter and maps nothing else onto a letter or '-'. Eight
+// bytes at a time (the last eight overlapping) when there are that many.
 bool iequals(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  const std::size_t n = a.size();
+  if (n != lower.size()) return false;
+  if (n >= 8) {
+    constexpr std::uint64_t bit = 0x2020202020202020u;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if ((load8(a.data() + i) | bit) != load8(lower.data() + i)) return false;
+    }
+    return (load8(a.data() + n - 8) | bit) == load8(lower.data() + n - 8);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
     if ((static_cast<unsigned char>(a[i]) | 0x20) != static_cast<unsigned char>(lower[i])) return false;
   }
   return true;
+}
+
+// The offset of the first CR LF CR LF in `data` at or after `from`, or npos. Finds the CRs 16 bytes at a
+// time and checks the three bytes after each.
+std::size_t find_head_end(std::string_view data, std::size_t from) {
+  const char* const base = data.data();
+  std::size_t i = from;
+#if defined(__SSE2__)
+  const __m128i cr = _mm_set1_epi8('\r');
+  for (; i + 16 + 3 <= data.size(); i += 16) {
+    auto crs = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i)), cr)));
+    while (crs != 0) {
+      const std::size_t at = i + static_cast<std::size_t>(__builtin_ctz(crs));
+      if (base[at + 1] == '\n' && base[at + 2] == '\r' && base[at + 3] == '\n') return at;
+      crs &= crs - 1;
+    }
+  }
+#endif
+  return data.find("\r\n\r\n", i);
 }
 
 std::string_view trim(std::string_view s) {
@@ -185,7 +220,7 @@ void response_parser::put_eof(error_code& ec) {
 }
 
 std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
-  const auto end = data.find("\r\n\r\n", scanned_ >= 3 ? scanned_ - 3 : 0);
+  const auto end = find_head_end(data, scanned_ >= 3 ? scanned_ - 3 : 0);
   if (end == std::string_view::npos) {
     scanned_ = data.size();
     ec = data.size() > header_limit_ ? error_code(http::error::header_limit)

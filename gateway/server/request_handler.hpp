@@ -23,7 +23,7 @@ struct inbound_request {
   std::string_view traceparent;       // may be empty
   std::string_view timeout_ms;        // X-Request-Timeout-Ms, may be empty
   std::string_view envoy_timeout_ms;  // x-envoy-expected-rq-timeout-ms, may be empty
-  clock::time_point received = clock::now();
+  clock::time_point received;         // when its head was read: the deadline counts from here
 };
 
 struct outbound_response {

@@ -150,6 +150,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     // connection then idles (a few hundred bytes to allocate again for the next request).
     io.release_buffer();
     inbound_request in;
+    in.received = started;
     in.method = std::string_view(req.method_string().data(), req.method_string().size());
     in.target = std::string_view(req.target().data(), req.target().size());
     in.request_id = header(req, "X-Request-Id");

@@ -92,6 +92,29 @@ TEST_CASE("response parser: keep-alive follows the version and the Connection fi
   CHECK(!parse("HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\nContent-Length: 2\r\n\r\n{}").keep_alive);
 }
 
+TEST_CASE("response parser: field names match without regard to case, and only in full") {
+  CHECK(parse("HTTP/1.1 200 OK\r\nCONTENT-LENGTH: 2\r\n\r\n{}").body == "{}");
+  CHECK(parse("HTTP/1.1 200 OK\r\ncOnTeNt-lEnGtH: 2\r\nCONNECTION: KEEP-ALIVE\r\n\r\n{}").done);
+  CHECK(parse("HTTP/1.0 200 OK\r\nConnection: kEEP-aLIVE\r\nContent-Length: 2\r\n\r\n{}").keep_alive);
+  CHECK(!parse("HTTP/1.0 200 OK\r\nConnection: keep-alivf\r\nContent-Length: 2\r\n\r\n{}").keep_alive);
+  // One byte off, first or last of each eight: an ordinary field, so the body runs to the end.
+  for (const char* name : {"Content-Lengtx", "Xontent-Length", "Content-Xength", "Transfer-Encodinx",
+                           "Transfer-Xncoding", "Connectiox"}) {
+    INFO(name);
+    const auto o = parse(
+        std::string("HTTP/1.1 200 OK\r\n") + name + ": 2\r\nConnection: keep-alive\r\n\r\n{}x", 0, true);
+    CHECK(o.done);
+    CHECK(o.body == "{}x");
+    CHECK(!o.keep_alive);
+  }
+  // The end of the head found wherever it falls against the 16-byte steps of the search.
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    INFO("pad " << pad);
+    check_all_cuts("HTTP/1.1 200 OK\r\nX: " + std::string(pad, 'y') + "\r\nContent-Length: 2\r\n\r\n{}", 200,
+                   "{}", true);
+  }
+}
+
 TEST_CASE("response parser: a body framed by the end of the connection") {
   check_all_cuts("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"to\":\"eof\"}", 200,
                  "{\"to\":\"eof\"}", false, true);
