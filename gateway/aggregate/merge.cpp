@@ -62,6 +62,15 @@ class writer {
   char* p_;
 };
 
+// The member is written "key":value, with nothing between key and value but the colon: its text is
+// what pass 2 writes for it.
+bool compact(const json_member& m) {
+  return m.value_pos == m.key_pos + m.key_len + 2;
+}
+std::uint32_t end_of(const json_member& m) {
+  return m.value_pos + m.value_len;
+}
+
 constexpr std::string_view source_prefix = "{\"source\":";
 constexpr std::string_view ok_suffix = ",\"degraded\":false}";
 constexpr std::string_view degraded_suffix = ",\"degraded\":true}";
@@ -130,16 +139,28 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
     if (result.ok()) {
       const auto& body = result.body;
       const std::uint8_t* keep = flags.data() + flag_at;
-      for (std::size_t m = 0; m < body.members.size(); ++m) {
+      const auto& members = body.members;
+      for (std::size_t m = 0; m < members.size(); ++m) {
         if (!keep[m]) continue;
         w.put(',');
-        w.put('"');
-        w.put(body.key(body.members[m]));
-        w.put('"');
-        w.put(':');
-        w.put(body.value(body.members[m]));
+        if (!compact(members[m])) {
+          w.put('"');
+          w.put(body.key(members[m]));
+          w.put('"');
+          w.put(':');
+          w.put(body.value(members[m]));
+          continue;
+        }
+        // A run of kept members written as ,"key":value with nothing between them: one copy.
+        const std::size_t first = m;
+        while (m + 1 < members.size() && keep[m + 1] && compact(members[m + 1]) &&
+               members[m + 1].key_pos == end_of(members[m]) + 2) {
+          ++m;
+        }
+        w.put(std::string_view(body.text).substr(members[first].key_pos - 1,
+                                                 end_of(members[m]) - (members[first].key_pos - 1)));
       }
-      flag_at += body.members.size();
+      flag_at += members.size();
       w.put(ok_suffix);
     } else {
       if (!call.fallback_members.empty()) {

@@ -75,16 +75,49 @@ void http_downstream::close_idle(std::size_t worker) {
   pools_.at(worker)->close_idle();
 }
 
-void http_downstream::build_head(const call_request& request, std::string& head) const {
-  char millis[24];
+namespace {
+
+constexpr std::string_view request_id_field = "\r\nX-Request-Id: ";
+constexpr std::string_view traceparent_field = "\r\ntraceparent: ";
+constexpr std::string_view head_end = "\r\n\r\n";
+constexpr std::size_t millis_digits = 20;  // the most a 64-bit count of milliseconds takes
+
+char* put(char* out, std::string_view s) {
+  std::memcpy(out, s.data(), s.size());
+  return out + s.size();
+}
+
+std::size_t decimal_size(long long v) {
+  std::size_t n = 1;
+  for (; v >= 10; v /= 10) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::size_t http_downstream::head_size(const call_request& request) const {
+  std::size_t n = head_prefix_.size() + request.target.size() + head_middle_.size() +
+                  decimal_size(millis_left(request.deadline, request.now)) + request_id_field.size() +
+                  request.request_id.size() + head_end.size();
+  if (!request.traceparent.empty()) n += traceparent_field.size() + request.traceparent.size();
+  return n;
+}
+
+void http_downstream::write_head(const call_request& request, char* out) const {
+  char millis[millis_digits];
   const auto left =
       std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline, request.now)).ptr;
-  head.reserve(head.size() + head_prefix_.size() + request.target.size() + head_middle_.size() + 64 +
-               request.request_id.size() + request.traceparent.size());
-  head.append(head_prefix_).append(request.target).append(head_middle_);
-  head.append(millis, left).append("\r\nX-Request-Id: ").append(request.request_id);
-  if (!request.traceparent.empty()) head.append("\r\ntraceparent: ").append(request.traceparent);
-  head.append("\r\n\r\n");
+  out = put(out, head_prefix_);
+  out = put(out, request.target);
+  out = put(out, head_middle_);
+  out = put(out, std::string_view(millis, static_cast<std::size_t>(left - millis)));
+  out = put(out, request_id_field);
+  out = put(out, request.request_id);
+  if (!request.traceparent.empty()) {
+    out = put(out, traceparent_field);
+    out = put(out, request.traceparent);
+  }
+  put(out, head_end);
 }
 
 namespace {
@@ -164,16 +197,14 @@ class http_call final : public read_readiness::listener {
         cancel_(*request.cancel),
         deadline_(request.deadline),
         started_(request.now) {
-    thread_local std::string scratch;  // reused: built here, then copied into the call
-    scratch.clear();
-    downstream.build_head(request, scratch);
-    if (scratch.size() <= sizeof head_inline_) {
-      std::memcpy(head_inline_, scratch.data(), scratch.size());
-      head_ = std::string_view(head_inline_, scratch.size());
-    } else {
-      head_long_ = scratch;
-      head_ = head_long_;
+    const std::size_t size = downstream.head_size(request);
+    char* out = head_inline_;
+    if (size > sizeof head_inline_) {
+      head_long_.resize(size);
+      out = head_long_.data();
     }
+    downstream.write_head(request, out);
+    head_ = std::string_view(out, size);
   }
 
   static void* operator new(std::size_t size) { return call_memory::take(size); }

@@ -29,8 +29,9 @@ class http_downstream final : public downstream {
   void close_idle(std::size_t worker) override;
 
   const downstream_settings& settings() const { return settings_; }
-  // Appends the request head for `request` to `head`.
-  void build_head(const call_request& request, std::string& head) const;
+  // The request head for `request`: write_head() writes exactly head_size() bytes at `out`.
+  std::size_t head_size(const call_request& request) const;
+  void write_head(const call_request& request, char* out) const;
 
  private:
   downstream_settings settings_;

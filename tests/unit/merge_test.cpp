@@ -104,3 +104,16 @@ TEST_CASE("a large object keeps the last of repeated keys too") {
   CHECK(body[2]["priceCent"] == 7);
   for (int i = 0; i < 20; ++i) CHECK(body[2]["k" + std::to_string(i)] == 20 + i);
 }
+
+TEST_CASE("members are copied as received, with the spacing between them normalised") {
+  const auto route = route_with("array");
+  call_result spaced;
+  spaced.outcome = call_outcome::ok;
+  REQUIRE(parse_json_object(R"({"a":1,"b":[1, 2],"source":"x", "c" : {"d":2},"e":"f","g":true,"a":3} )",
+                            spaced.body));
+  const auto merged = merge_results(route, {failed(call_outcome::error), spaced, spaced});
+  const std::string entry = R"("b":[1, 2],"c":{"d":2},"e":"f","g":true,"a":3,"degraded":false})";
+  CHECK(merged.body == R"([{"source":"inventory","priceCent":-1,"stock":0,"degraded":true},)"
+                       R"({"source":"coupon",)" +
+                           entry + R"(,{"source":"bare",)" + entry + "]");
+}
