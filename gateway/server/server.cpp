@@ -23,10 +23,16 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace gateway {
 
@@ -38,12 +44,28 @@ namespace {
 constexpr auto heartbeat_period = std::chrono::milliseconds(100);
 
 struct worker {
-  net::io_context ioc{1};
+  // Each socket is used by its own thread only (see accept_loop): no reactor I/O locks. Other threads
+  // still post to it (SQLite results, the hand-off of a connection, stop), so the scheduler keeps its lock.
+  net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   net::steady_timer heartbeat{ioc};
   deadline_queue deadlines{ioc.get_executor()};  // the fan-outs' deadlines on this thread
   std::atomic<clock::rep> last_beat{clock::now().time_since_epoch().count()};
+};
+
+// An accepted descriptor on its way to its I/O thread: closed if it never gets there (e.g. the thread
+// stopped before the hand-off ran).
+struct accepted_fd {
+  int fd = -1;
+  explicit accepted_fd(int f) : fd(f) {}
+  accepted_fd(accepted_fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  accepted_fd(const accepted_fd&) = delete;
+  accepted_fd& operator=(const accepted_fd&) = delete;
+  accepted_fd& operator=(accepted_fd&&) = delete;
+  ~accepted_fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 // The answer to a connection beyond limits.max_connections, written without waiting.
@@ -65,6 +87,7 @@ struct server::impl {
   std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
   std::unique_ptr<net::ip::tcp::acceptor> acceptor;
+  net::ip::tcp protocol = net::ip::tcp::v4();  // the listener's
   std::unique_ptr<admin_server> admin;
   server_state state;
   std::atomic<bool> started{false};   // the listener is accepting
@@ -75,37 +98,61 @@ struct server::impl {
   std::unique_ptr<net::steady_timer> shutdown_timer;  // worker 0: shutdown.timeout from the signal
   std::string config_json;
 
+  // Worker 0 accepts with accept4 on the listening socket when epoll reports it, every waiting
+  // connection each time (the next one raises a new edge). A connection over the limit is answered and
+  // closed right there, never registered with any reactor; the others go to the I/O threads in turn, each
+  // registering its own socket. No socket is then touched by a thread other than its own, which is what
+  // lets the I/O contexts run without reactor I/O locks (BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO).
   void accept_loop(net::yield_context yield) {
     net::steady_timer backoff(yield.get_executor());
-    while (!stopping && !state.closing) {
-      auto& target = *workers[next_worker];
-      const std::size_t index = next_worker;
-      next_worker = (next_worker + 1) % workers.size();
-      error_code ec;
-      net::ip::tcp::socket socket(target.ioc);
-      acceptor->async_accept(socket, yield[ec]);
-      if (ec) {
-        if (ec == net::error::operation_aborted || stopping || state.closing) return;
-        spdlog::warn("accept failed: {}", ec.message());
-        backoff.expires_after(milliseconds(50));  // e.g. out of file descriptors: don't spin
-        backoff.async_wait(yield[ec]);
+    error_code ec;
+    acceptor->non_blocking(true, ec);
+    while (!stopping && !state.closing && acceptor->is_open()) {
+      const int fd = ::accept4(acceptor->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        const int err = errno;
+        if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;  // that client is gone: next
+        if (err == EAGAIN || err == EWOULDBLOCK) {
+          acceptor->async_wait(net::socket_base::wait_read, yield[ec]);
+        } else {
+          spdlog::warn("accept failed: {}", std::strerror(err));
+          backoff.expires_after(milliseconds(50));  // e.g. out of file descriptors: don't spin
+          backoff.async_wait(yield[ec]);
+        }
+        if (ec == net::error::operation_aborted) return;  // the listener closed
         continue;
+      }
+      if (stopping || state.closing) {
+        ::close(fd);
+        return;
       }
       if (state.connections.load(std::memory_order_relaxed) >= config.limits.max_connections) {
         metrics->worker(0).shed(shed_reason::max_connections);
-        socket.non_blocking(true, ec);
-        socket.send(net::buffer(overloaded_response), 0, ec);
-        socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
-        continue;  // the socket closes here
+        [[maybe_unused]] const auto sent =
+            ::send(fd, overloaded_response.data(), overloaded_response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::shutdown(fd, SHUT_RDWR);
+        ::close(fd);
+        continue;
       }
       state.connections.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t index = next_worker;
+      next_worker = (next_worker + 1) % workers.size();
       net::spawn(
-          target.ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
-          [this, index, s = std::move(socket)](net::yield_context session_yield) mutable {
+          workers[index]->ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
+          [this, index, owned = accepted_fd(fd)](net::yield_context session_yield) mutable {
             session_context ctx{
                 handler.get(), &config, &workers[index]->sessions, &state, &metrics->worker(index),
                 log.get(),     index};
-            run_session(std::move(s), ctx, session_yield);
+            net::ip::tcp::socket socket(workers[index]->ioc);
+            error_code assign_ec;
+            socket.assign(protocol, owned.fd, assign_ec);
+            if (assign_ec) {
+              spdlog::warn("cannot register an accepted connection: {}", assign_ec.message());
+              state.connections.fetch_sub(1, std::memory_order_relaxed);
+              return;  // `owned` closes it
+            }
+            owned.fd = -1;  // the socket owns it now
+            run_session(std::move(socket), ctx, session_yield);
           },
           [](std::exception_ptr e) {
             if (!e) return;
@@ -311,6 +358,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   if (ec) throw std::runtime_error("server.listen: invalid address '" + cfg.server.listen.host + "'");
   const net::ip::tcp::endpoint endpoint(address, cfg.server.listen.port);
   impl_->acceptor = std::make_unique<net::ip::tcp::acceptor>(ioc);
+  impl_->protocol = endpoint.protocol();
   impl_->acceptor->open(endpoint.protocol());
   impl_->acceptor->set_option(net::socket_base::reuse_address(true));
   impl_->acceptor->bind(endpoint, ec);
