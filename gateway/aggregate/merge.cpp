@@ -1,5 +1,7 @@
 #include "gateway/aggregate/merge.hpp"
 
+#include "gateway/core/spare_strings.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -117,6 +119,7 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
 
   // Pass 2: write.
   std::string& out = merged.body;
+  out = spare_strings::take(size);
   out.resize(size);
   writer w(out.data());
   w.put(as_object ? '{' : '[');

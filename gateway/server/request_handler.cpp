@@ -2,6 +2,7 @@
 
 #include "gateway/aggregate/merge.hpp"
 #include "gateway/core/json_text.hpp"
+#include "gateway/core/spare_strings.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -160,6 +161,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
       return r;
     }
     auto merged = merge_results(route, results);
+    for (auto& result : results) spare_strings::give(std::move(result.body.text));
     outbound_response r;
     r.route = route_index;
     r.status = 200;

@@ -1,6 +1,7 @@
 #include "gateway/server/session.hpp"
 
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/spare_strings.hpp"
 #include "gateway/server/client_io.hpp"
 
 #include <boost/beast/http/error.hpp>
@@ -191,6 +192,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
         req.keep_alive() && control.reason() == cancel_reason::none && !ctx.state->closing;
     const bool written = send(response, keep_alive);
     finish(response, in.method, started);
+    spare_strings::give(std::move(response.body));  // sent: its buffer serves a later body
     if (!written || !keep_alive) break;
   }
   socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
