@@ -98,7 +98,7 @@ std::uint64_t load8(const char* p) {
 // `a` (token characters) equals `lower` (lower-case letters and '-') without regard to case: for token
 // characters, setting bit 0x20 lower-cases a letter and maps nothing else onto a letter or '-'. Eight
 // bytes at a time (the last eight overlapping) when there are that many.
-bool iequals(std::string_view a, std::string_view lower) {
+[[gnu::always_inline]] inline bool iequals(std::string_view a, std::string_view lower) {
   const std::size_t n = a.size();
   if (n != lower.size()) return false;
   if (n >= 8) {
@@ -221,6 +221,73 @@ void response_parser::put_eof(error_code& ec) {
   }
 }
 
+// name ":" OWS value OWS CRLF, in one pass; `p` moves past the CRLF.
+[[gnu::always_inline]] inline bool response_parser::parse_field(const char*& p, const char* limit,
+                                                                error_code& ec) {
+  const char* q = skip_name_chars(p, limit);
+  while (tchar_table[static_cast<unsigned char>(*q)]) ++q;
+  if (q == p || *q != ':') {
+    ec = (*p == ' ' || *p == '\t') ? http::error::bad_obs_fold : http::error::bad_field;
+    return false;
+  }
+  const std::string_view name(p, static_cast<std::size_t>(q - p));
+  ++q;
+  while (*q == ' ' || *q == '\t') ++q;
+  const char* const value_start = q;
+  for (;;) {
+    q = skip_value_chars(q, limit);
+    if (!text_table[static_cast<unsigned char>(*q)]) break;
+    ++q;  // a tab, or the last few characters before `limit`
+  }
+  if (q[0] != '\r' || q[1] != '\n') {  // a control character, or a CR alone
+    ec = http::error::bad_value;
+    return false;
+  }
+  p = q + 2;
+  while (q != value_start && (q[-1] == ' ' || q[-1] == '\t')) --q;
+  const std::string_view value(value_start, static_cast<std::size_t>(q - value_start));
+  // Only three names matter; their lengths differ, and most fields have another length.
+  if (name.size() != 14 && name.size() != 17 && name.size() != 10) return true;
+  if (iequals(name, "content-length")) {
+    if (value.empty() || value.size() > 18 ||
+        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ec = http::error::bad_content_length;
+      return false;
+    }
+    std::uint64_t n = 0;
+    for (const char c : value) n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    if (has_length_ && n != length_) {
+      ec = http::error::multiple_content_length;
+      return false;
+    }
+    has_length_ = true;
+    length_ = n;
+  } else if (iequals(name, "transfer-encoding")) {
+    bool bad = chunked_;  // a coding after chunked (in an earlier field) is not allowed
+    bool last_chunked = false;
+    for_each_token(value, [&](std::string_view coding) {
+      if (last_chunked) bad = true;
+      last_chunked = iequals(coding, "chunked");
+    });
+    if (bad) {
+      ec = http::error::bad_transfer_encoding;
+      return false;
+    }
+    te_seen_ = true;
+    chunked_ = last_chunked;
+  } else if (iequals(name, "connection")) {
+    if (iequals(value, "keep-alive")) {  // the usual value, without the list walk
+      connection_keep_alive_ = true;
+      return true;
+    }
+    for_each_token(value, [&](std::string_view option) {
+      if (iequals(option, "close")) connection_close_ = true;
+      if (iequals(option, "keep-alive")) connection_keep_alive_ = true;
+    });
+  }
+  return true;
+}
+
 std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
   const auto end = find_head_end(data, scanned_ >= 3 ? scanned_ - 3 : 0);
   if (end == std::string_view::npos) {
@@ -244,7 +311,8 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
   }
   p = eol + 2;
   while (p != fields_end) {
-    if (!parse_field(p, data.data() + end + 4, ec)) return 0;
+    // The scans may look past the head, into the body, for a 16-byte step: they stop at the field's CR.
+    if (!parse_field(p, data.data() + data.size(), ec)) return 0;
   }
   if (te_seen_ && has_length_) {  // framing a downstream must not send: refuse rather than guess
     ec = http::error::bad_transfer_encoding;
@@ -284,70 +352,6 @@ bool response_parser::parse_status_line(std::string_view line) {
   if (code < 100) return false;
   if (line.size() > 12 && (line[12] != ' ' || !is_text(line.substr(13)))) return false;
   status_ = code;
-  return true;
-}
-
-// name ":" OWS value OWS CRLF, in one pass; `p` moves past the CRLF.
-bool response_parser::parse_field(const char*& p, const char* limit, error_code& ec) {
-  const char* q = skip_name_chars(p, limit);
-  while (tchar_table[static_cast<unsigned char>(*q)]) ++q;
-  if (q == p || *q != ':') {
-    ec = (*p == ' ' || *p == '\t') ? http::error::bad_obs_fold : http::error::bad_field;
-    return false;
-  }
-  const std::string_view name(p, static_cast<std::size_t>(q - p));
-  ++q;
-  while (*q == ' ' || *q == '\t') ++q;
-  const char* const value_start = q;
-  for (;;) {
-    q = skip_value_chars(q, limit);
-    if (!text_table[static_cast<unsigned char>(*q)]) break;
-    ++q;  // a tab, or the last few characters before `limit`
-  }
-  if (q[0] != '\r' || q[1] != '\n') {  // a control character, or a CR alone
-    ec = http::error::bad_value;
-    return false;
-  }
-  p = q + 2;
-  while (q != value_start && (q[-1] == ' ' || q[-1] == '\t')) --q;
-  const std::string_view value(value_start, static_cast<std::size_t>(q - value_start));
-  if (iequals(name, "content-length")) {
-    if (value.empty() || value.size() > 18 ||
-        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      ec = http::error::bad_content_length;
-      return false;
-    }
-    std::uint64_t n = 0;
-    for (const char c : value) n = n * 10 + static_cast<std::uint64_t>(c - '0');
-    if (has_length_ && n != length_) {
-      ec = http::error::multiple_content_length;
-      return false;
-    }
-    has_length_ = true;
-    length_ = n;
-  } else if (iequals(name, "transfer-encoding")) {
-    bool bad = chunked_;  // a coding after chunked (in an earlier field) is not allowed
-    bool last_chunked = false;
-    for_each_token(value, [&](std::string_view coding) {
-      if (last_chunked) bad = true;
-      last_chunked = iequals(coding, "chunked");
-    });
-    if (bad) {
-      ec = http::error::bad_transfer_encoding;
-      return false;
-    }
-    te_seen_ = true;
-    chunked_ = last_chunked;
-  } else if (iequals(name, "connection")) {
-    if (iequals(value, "keep-alive")) {  // the usual value, without the list walk
-      connection_keep_alive_ = true;
-      return true;
-    }
-    for_each_token(value, [&](std::string_view option) {
-      if (iequals(option, "close")) connection_close_ = true;
-      if (iequals(option, "keep-alive")) connection_keep_alive_ = true;
-    });
-  }
   return true;
 }
 
