@@ -53,7 +53,7 @@ class scanner {
   }
   std::uint32_t pos() const { return static_cast<std::uint32_t>(p_ - begin_); }
 
-  bool value(int depth) {
+  [[gnu::always_inline]] bool value(int depth) {
     if (p_ == end_) return false;
     switch (*p_) {
       case '{':
@@ -204,7 +204,7 @@ class scanner {
     return p;
   }
 
-  bool string(bool& escaped) {
+  [[gnu::always_inline]] bool string(bool& escaped) {
     ++p_;  // opening quote
     for (;;) {
       const char* p = skip_plain(p_);
