@@ -26,12 +26,9 @@ struct json_object_text {
   std::string text;  // the whole object, exactly as received
   json_members members;
 
-  std::string_view key(const json_member& m) const {
-    return std::string_view(text).substr(m.key_pos, m.key_len);
-  }
-  std::string_view value(const json_member& m) const {
-    return std::string_view(text).substr(m.value_pos, m.value_len);
-  }
+  // Members are recorded by the scan of this text: their positions lie within it.
+  std::string_view key(const json_member& m) const { return {text.data() + m.key_pos, m.key_len}; }
+  std::string_view value(const json_member& m) const { return {text.data() + m.value_pos, m.value_len}; }
   // The key with its escapes decoded.
   std::string decoded_key(const json_member& m) const;
 };

@@ -7,41 +7,59 @@
 #include <cstdint>
 #include <cstring>
 #include <list>
-#include <optional>
 #include <string_view>
 #include <unordered_set>
 
 namespace gateway {
 namespace {
 
+[[gnu::always_inline]] inline bool gateway_key(std::string_view key) {
+  return (key.size() == 6 && key == "source") || (key.size() == 8 && key == "degraded");
+}
+
+// `key` is among the call's `fields` (not empty).
+bool listed(const call_settings& call, std::string_view key) {
+  return std::find(call.fields.begin(), call.fields.end(), key) != call.fields.end();
+}
+
 // Which members of a downstream object go into its entry: not "source" or "degraded" (the gateway's),
 // only the allowlisted `fields` when there are some, and for a key given twice only its last occurrence
 // (as in any JSON parser that keeps one). Writes one flag per member into `keep`; linear in the number of
-// members, and no allocation for the usual small object whose keys have no escapes.
+// members. This is the general case: large objects, or keys with escapes (compared decoded).
+void mark_kept_general(const json_object_text& body, const call_settings& call, std::uint8_t* keep) {
+  const auto& members = body.members;
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(members.size());
+  std::list<std::string> decoded;  // stable storage for the keys that had escapes
+  for (std::size_t m = members.size(); m-- > 0;) {
+    std::string_view key = body.key(members[m]);
+    if (members[m].key_escaped) key = decoded.emplace_back(body.decoded_key(members[m]));
+    keep[m] = !gateway_key(key) && (call.fields.empty() || listed(call, key)) && seen.insert(key).second;
+  }
+}
+
+// The same for the usual small object whose keys have no escapes: no allocation, keys compared as they
+// are written.
 void mark_kept(const json_object_text& body, const call_settings& call, std::uint8_t* keep) {
   constexpr std::size_t small = 16;
   const auto& members = body.members;
   const std::size_t n = members.size();
-  const bool any_escaped =
-      std::any_of(members.begin(), members.end(), [](const json_member& m) { return m.key_escaped; });
-  std::uint8_t seen[small];  // indices of the kept members so far (small objects without escaped keys)
+  if (n > small ||
+      std::any_of(members.begin(), members.end(), [](const json_member& m) { return m.key_escaped; })) {
+    return mark_kept_general(body, call, keep);
+  }
+  const bool filtered = !call.fields.empty();
+  std::uint8_t seen[small];  // indices of the kept members so far
   std::size_t seen_count = 0;
-  std::optional<std::unordered_set<std::string_view>> large_seen;  // large objects, or escaped keys
-  std::list<std::string> decoded;  // stable storage for keys that had escapes (rare)
-  if (n > small || any_escaped) large_seen.emplace().reserve(n);
   for (std::size_t m = n; m-- > 0;) {
     keep[m] = 0;
-    std::string_view key = body.key(members[m]);
-    if (members[m].key_escaped) key = decoded.emplace_back(body.decoded_key(members[m]));
-    if (key == "source" || key == "degraded") continue;
-    if (!call.fields.empty() && std::find(call.fields.begin(), call.fields.end(), key) == call.fields.end())
-      continue;
-    if (large_seen) {
-      keep[m] = large_seen->insert(key).second ? 1 : 0;
-      continue;
-    }
+    const std::string_view key = body.key(members[m]);
+    if (gateway_key(key) || (filtered && !listed(call, key))) continue;
     bool repeated = false;
-    for (std::size_t k = 0; k < seen_count && !repeated; ++k) repeated = body.key(members[seen[k]]) == key;
+    for (std::size_t k = 0; k < seen_count && !repeated; ++k) {
+      const auto& other = members[seen[k]];
+      repeated = other.key_len == key.size() && body.key(other) == key;
+    }
     if (!repeated) {
       seen[seen_count++] = static_cast<std::uint8_t>(m);
       keep[m] = 1;
