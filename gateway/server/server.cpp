@@ -162,6 +162,10 @@ struct server::impl {
               spdlog::error("connection ended with an exception: {}", ex.what());
             }
           });
+      // Let what is queued on this thread run before the next accept, as one accept per wake-up would:
+      // taking a whole backlog at once starts every new client's downstream connects in one burst, and a
+      // downstream's SYN backlog overflows sooner (connects then wait for the SYN to be sent again).
+      net::post(yield);
     }
   }
 
