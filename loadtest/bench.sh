@@ -379,13 +379,16 @@ scenario_a1000() {
   check_target "a1000: mock CPU per call, us" "$last_mock_call" "<=" 70
 }
 
+# b's realistic per-downstream delays, as the mock's options (b, bhttp and floorb).
+b_delays=(--path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms
+  --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms)
+
 # b: the shipped config (inventory on SQLite), realistic per-path delays for the five HTTP calls.
 scenario_b() {
   local conns=1000 secs=20
   [ $quick -eq 0 ] || { conns=50; secs=3; }
   scripts/seed-db.sh data/offers.db >&2
-  start_mock b --path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms \
-    --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms
+  start_mock b "${b_delays[@]}"
   write_default_config "$work/b.yaml"
   start_gateway b "$work/b.yaml"
   measure b "$conns" "$secs" "$(limit_of "$conns" 250)" \
@@ -401,8 +404,7 @@ scenario_b() {
 scenario_bhttp() {
   local conns=1000 secs=20
   [ $quick -eq 0 ] || { conns=50; secs=3; }
-  start_mock bhttp --path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms \
-    --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms
+  start_mock bhttp "${b_delays[@]}"
   write_http_config "$work/bhttp.yaml" 800ms "$conns"
   start_gateway bhttp "$work/bhttp.yaml"
   measure bhttp "$conns" "$secs" "$(limit_of "$conns" 250)" \
@@ -417,8 +419,7 @@ scenario_bhttp() {
 scenario_floorb() {
   local conns=1000 secs=20
   [ $quick -eq 0 ] || { conns=50; secs=3; }
-  start_mock floorb --path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms \
-    --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms
+  start_mock floorb "${b_delays[@]}"
   start_floor floorb
   measure floorb "$conns" "$secs" "$(limit_of "$conns" 250)" \
     "floor (raw epoll, no gateway): $conns connections, downstream delays as in b; latency by percentile"
