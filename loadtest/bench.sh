@@ -383,6 +383,16 @@ scenario_a1000() {
 b_delays=(--path channel-price=ok:150ms --path coupon=ok:110ms --path review-summary=ok:180ms
   --path logistics-eta=ok:250ms --path recommendation=ok:200ms --path inventory=ok:120ms)
 
+# b, bhttp: the measured run at the caller's `conns` and `secs` (b's limit: the slowest call, 250 ms), then
+# the gateway's CPU and RSS targets.
+measure_b_load() {
+  local name=$1 title=$2
+  measure "$name" "$conns" "$secs" "$(limit_of "$conns" 250)" "$title"
+  stop_servers "$name"
+  check_target "$name: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
+  check_target "$name: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
+}
+
 # b: the shipped config (inventory on SQLite), realistic per-path delays for the five HTTP calls.
 scenario_b() {
   local conns=1000 secs=20
@@ -391,11 +401,7 @@ scenario_b() {
   start_mock b "${b_delays[@]}"
   write_default_config "$work/b.yaml"
   start_gateway b "$work/b.yaml"
-  measure b "$conns" "$secs" "$(limit_of "$conns" 250)" \
-    "b: $conns connections, default config, downstreams 110-250 ms; latency by percentile"
-  stop_servers b
-  check_target "b: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
-  check_target "b: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
+  measure_b_load b "b: $conns connections, default config, downstreams 110-250 ms; latency by percentile"
   check_target "b: mock CPU per call, us" "$last_mock_call" "<=" 70
 }
 
@@ -407,11 +413,7 @@ scenario_bhttp() {
   start_mock bhttp "${b_delays[@]}"
   write_http_config "$work/bhttp.yaml" 800ms "$conns"
   start_gateway bhttp "$work/bhttp.yaml"
-  measure bhttp "$conns" "$secs" "$(limit_of "$conns" 250)" \
-    "bhttp: $conns connections, six HTTP calls 110-250 ms; latency by percentile"
-  stop_servers bhttp
-  check_target "bhttp: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
-  check_target "bhttp: gateway peak RSS, MB" "$(calc %.1f "$last_rss / 1024")" "<=" 50
+  measure_b_load bhttp "bhttp: $conns connections, six HTTP calls 110-250 ms; latency by percentile"
 }
 
 # floorb: b's load and downstream delays against floor-proxy (inventory over HTTP at 120 ms, as the mock

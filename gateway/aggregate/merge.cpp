@@ -14,7 +14,7 @@ namespace gateway {
 namespace {
 
 [[gnu::always_inline]] inline bool gateway_key(std::string_view key) {
-  return (key.size() == 6 && key == "source") || (key.size() == 8 && key == "degraded");
+  return key == "source" || key == "degraded";
 }
 
 // `key` is among the call's `fields` (not empty).
@@ -56,10 +56,7 @@ void mark_kept(const json_object_text& body, const call_settings& call, std::uin
     const std::string_view key = body.key(members[m]);
     if (gateway_key(key) || (filtered && !listed(call, key))) continue;
     bool repeated = false;
-    for (std::size_t k = 0; k < seen_count && !repeated; ++k) {
-      const auto& other = members[seen[k]];
-      repeated = other.key_len == key.size() && body.key(other) == key;
-    }
+    for (std::size_t k = 0; k < seen_count && !repeated; ++k) repeated = body.key(members[seen[k]]) == key;
     if (!repeated) {
       seen[seen_count++] = static_cast<std::uint8_t>(m);
       keep[m] = 1;
