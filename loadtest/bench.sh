@@ -4,20 +4,22 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c d e (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c d e soak (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
 # environment: GATEWAY_BENCH_BIN (directory with gateway and mock-downstream; implies --no-build), WRK_THREADS,
 #              MOCK_THREADS (default: nproc), BENCH_DB=sqlite (scenario e without PostgreSQL),
-#              BENCH_KEEP=1 (keep the temporary directory with every process's output)
+#              BENCH_KEEP=1 (keep the temporary directory with every process's output),
+#              SOAK_SECONDS (120), SOAK_WARMUP (a quarter of it), SOAK_ABORT_RATE (10 per second),
+#              SOAK_SAMPLE (5 s between RSS samples): the soak scenario (--quick: 8 s, 2 s, 10/s, 1 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b bhttp floorb c d e)
+all_scenarios=(a100 floor a1000 b bhttp floorb c d e soak)
 
-usage() { sed -n '7,13s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
+usage() { sed -n '7,15s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
 quick=0
 build=1
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | bhttp | floorb | c | d | e) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | bhttp | floorb | c | d | e | soak) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -603,6 +605,176 @@ YAML
     "" e_probe /api/db 1
   stop_servers e
   notes+=("- e: SQLite (shipped downstream settings), one call per request: most permits in use at once, from /metrics every 20 ms: $((24 - $(cat "$work/e.min_free"))) (bound: 24)")
+}
+
+# soak: mixed traffic for a bounded time while the gateway's RSS is sampled; after a warm-up the RSS must
+# stay flat. Loads, all at once: wrk on the normal route (every downstream 150 ms), wrk on a route whose
+# coupon call hangs (every answer at the 800 ms deadline, coupon degraded), and clients that give up
+# mid-request at a steady rate (soak_aborts). Growth that lasts past the warm-up is memory kept per
+# request or per connection: a slope of the RSS samples (least squares) per minute and per 1000 aborted
+# requests, judged against soak_max_kb_per_min and soak_max_kb_per_1000_aborts.
+soak_max_kb_per_min=256
+soak_max_kb_per_1000_aborts=100
+
+# soak_aborts INDEX PERIOD END: until END (epoch seconds), once per PERIOD seconds: connects, sends a
+# request (to the normal and the hung route in turn), gives up after 0.1 s, before any answer can come
+# (150 ms and 800 ms), and closes. Writes how many it sent to $work/soak.aborts.INDEX.
+soak_aborts() {
+  local index=$1 period=$2 end=$3 sent=0 fd path pause
+  pause=$(calc %.3f "($period > 0.1 ? $period - 0.1 : 0)")
+  while [ "$EPOCHSECONDS" -lt "$end" ]; do
+    path=/api/offer/aggregate
+    [ $((sent % 2)) -eq 0 ] || path=/api/offer/hung
+    if exec {fd}<>"/dev/tcp/127.0.0.1/$gw_port"; then
+      printf 'GET %s?sku=A%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' "$path" $((sent % 10000 + 1)) >&"$fd" || true
+      read -r -t 0.1 -u "$fd" || true
+      exec {fd}>&-
+      sent=$((sent + 1))
+    fi 2>/dev/null
+    sleep "$pause"
+  done
+  echo "$sent" >"$work/soak.aborts.$index"
+}
+
+# soak_sample: appends "seconds VmRSS_kB aborts_seen open_fds" to $work/soak.samples (aborts_seen: the
+# gateway's gateway_client_disconnects_total, requests whose client left before the answer).
+soak_sample() {
+  local t rss seen fds
+  t=$(calc %.2f "$EPOCHREALTIME - $soak_t0")
+  rss=$(status_kb "$gw_pid" VmRSS)
+  seen=$(metric gateway_client_disconnects_total) || seen=0
+  fds=$(find "/proc/$gw_pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
+  echo "$t $rss ${seen:-0} $fds" >>"$work/soak.samples"
+}
+
+# fit X Y FROM FILE: least-squares slope and intercept of column Y against column X over the lines whose
+# first column is at least FROM: "slope intercept n" ("nan nan n" with fewer than three points).
+fit() {
+  awk -v x="$1" -v y="$2" -v from="$3" '$1 >= from {n++; sx += $x; sy += $y; sxx += $x * $x; sxy += $x * $y}
+    END {d = n * sxx - sx * sx
+         if (n < 3 || d == 0) {print "nan nan", n + 0; exit}
+         b = (n * sxy - sx * sy) / d; printf "%.6f %.3f %d\n", b, (sy - b * sx) / n, n}' "$4"
+}
+
+# The gauges that must be back at zero once the load has stopped: requests, coroutines, client connections.
+soak_busy() {
+  curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
+    $1 == "http_server_active_requests" || $1 == "gateway_coroutines_active" || $1 == "gateway_open_connections" {
+      if ($2 != 0) busy = busy sep $1 "=" $2; sep = ", " }
+    END {print busy}'
+}
+
+scenario_soak() {
+  local secs=${SOAK_SECONDS:-120} rate=${SOAK_ABORT_RATE:-10} every=${SOAK_SAMPLE:-5} normal=50 hung=200
+  if [ $quick -eq 1 ]; then
+    secs=${SOAK_SECONDS:-8} every=${SOAK_SAMPLE:-1} normal=10 hung=20
+  fi
+  local warm=${SOAK_WARMUP:-$((secs / 4))}
+  [ "$warm" -lt "$secs" ] || die "soak: SOAK_WARMUP ($warm) must be shorter than SOAK_SECONDS ($secs)"
+  start_mock soak --delay 150ms --path coupon-hung=hang
+  write_http_config "$work/soak.yaml" 800ms $((normal + hung + 100))
+  {
+    # The same six calls behind a second route, its coupon call on a path the mock never answers.
+    sed -n '/^  - path: \/api\/offer\/aggregate$/,$p' "$work/soak.yaml" |
+      sed -e 's|^  - path: /api/offer/aggregate$|  - path: /api/offer/hung|' -e 's|path: /coupon?|path: /coupon-hung?|'
+  } >"$work/soak.hung.yaml"
+  cat "$work/soak.hung.yaml" >>"$work/soak.yaml"
+  start_gateway soak "$work/soak.yaml"
+  local fds0 g0 g1
+  fds0=$(find "/proc/$gw_pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
+  g0=$(cpu_ticks "$gw_pid")
+
+  # int(rate / 4) + 1 abort loops side by side, each once every loops / rate seconds: at least 0.25 s, more
+  # than the 0.1 s each holds its request.
+  local loops period i
+  loops=$(calc %d "$rate * 0.25 + 1")
+  period=$(calc %.3f "$loops / $rate")
+  say "soak: $secs s (first $warm s a warm-up): wrk $normal connections on the normal route, $hung on the hung one, $rate aborted requests/s ($loops loops), RSS every $every s"
+  soak_t0=$EPOCHREALTIME
+  local end=$((EPOCHSECONDS + secs)) wrk_normal wrk_hung
+  start_wrk soak "$normal" "$secs" /api/offer/aggregate
+  wrk_normal=$wrk_pid
+  start_wrk soak.hung "$hung" "$secs" /api/offer/hung
+  wrk_hung=$wrk_pid
+  local abort_pids=()
+  for i in $(seq 1 "$loops"); do
+    soak_aborts "$i" "$period" "$end" &
+    abort_pids+=($!)
+    pids+=($!)
+  done
+  # The last sample comes before wrk stops: its connections, closed mid-request, count as disconnects.
+  : >"$work/soak.samples"
+  while awk "BEGIN {exit !($EPOCHREALTIME - $soak_t0 < $secs - 0.5)}"; do
+    soak_sample
+    sleep "$every"
+  done
+  for i in "${abort_pids[@]}"; do
+    wait "$i" || true
+    forget "$i"
+  done
+  wrk_pid=$wrk_normal
+  finish_wrk soak
+  wrk_pid=$wrk_hung
+  finish_wrk soak.hung
+  g1=$(cpu_ticks "$gw_pid")
+
+  # Idle again: no request, coroutine or client connection left (bounded wait).
+  local busy
+  for i in $(seq 1 100); do
+    busy=$(soak_busy) || busy="no /metrics answer"
+    [ -n "$busy" ] || break
+    sleep 0.05
+  done
+  local fds1 rss_end hwm
+  fds1=$(find "/proc/$gw_pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
+  rss_end=$(status_kb "$gw_pid" VmRSS)
+  hwm=$(status_kb "$gw_pid" VmHWM)
+  stop_servers soak
+  [ -z "$busy" ] || problem "soak: once the load stopped the gateway still had $busy"
+
+  local sent=0 f
+  for f in "$work"/soak.aborts.*; do [ ! -s "$f" ] || sent=$((sent + $(cat "$f"))); done
+  local samples=$work/soak.samples by_time by_abort
+  by_time=$(fit 1 2 "$warm" "$samples")
+  by_abort=$(fit 3 2 "$warm" "$samples")
+  local kb_min kb_1000 n_fit
+  kb_min=$(calc %.1f "${by_time%% *} * 60")
+  kb_1000=$(calc %.1f "${by_abort%% *} * 1000")
+  n_fit=${by_time##* }
+  local after seen
+  after=$(awk -v from="$warm" '$1 >= from {if (n++ == 0) {f = $2; a = $3; lo = $2; hi = $2; flo = $4; fhi = $4}
+      if ($2 < lo) lo = $2; if ($2 > hi) hi = $2; if ($4 < flo) flo = $4; if ($4 > fhi) fhi = $4; l = $2; la = $3}
+    END {printf "%d %d %d %d %d %d-%d", f, l, lo, hi, la - a, flo, fhi}' "$samples")
+  local rss_first rss_last rss_lo rss_hi aborts_measured fd_range
+  read -r rss_first rss_last rss_lo rss_hi aborts_measured fd_range <<<"$after"
+  seen=$(tail -n 1 "$samples" | cut -d' ' -f3)
+
+  local out=$work/soak.wrk out_hung=$work/soak.hung.wrk requests hung_requests secs_run errors bad
+  requests=$(field "$out" requests)
+  hung_requests=$(field "$out_hung" requests)
+  [ "$requests" -gt 0 ] && [ "$hung_requests" -gt 0 ] || die "soak: no request completed; wrk said: $(tail -n 5 "$out")"
+  secs_run=$(calc %.3f "$(field "$out" duration_us) / 1000000")
+  bad=$(($(field "$out" bad) + $(field "$out_hung" bad)))
+  errors=$(($(field "$out" connect) + $(field "$out" read) + $(field "$out" write) + $(field "$out" timeout) +
+    $(field "$out_hung" connect) + $(field "$out_hung" read) + $(field "$out_hung" write) +
+    $(field "$out_hung" timeout) + bad))
+  add_row soak "$normal+$hung" "$(calc %.1f "($requests + $hung_requests) / $secs_run")" \
+    "$(calc %.1f "$normal * 1000 / 150 + $hung * 1000 / 800")" \
+    "$(calc %.1f "$(field "$out" good) / $secs_run")" "$(calc %.1f "$(field "$out" p50)")" \
+    "$(calc %.1f "$(field "$out" p90)")" "$(calc %.1f "$(field "$out" p99)")" "$(calc %.1f "$(field "$out" p999)")" \
+    "$errors" "$(calc %.0f "($g1 - $g0) * 1000000 / $hz / ($requests + $hung_requests + $seen)")" "$hwm" - -
+  local verdict="flat"
+  if [ $quick -eq 1 ]; then
+    verdict="not judged in a quick run"
+  elif [ "$kb_min" = nan ] || awk "BEGIN {exit !($kb_min > $soak_max_kb_per_min || $kb_1000 > $soak_max_kb_per_1000_aborts)}"; then
+    verdict="GROWING"
+  fi
+  notes+=("- soak: $secs s, the first $warm s a warm-up; latencies in the row are the normal route's. Normal route $(field "$out" answers) answers ($(field "$out" degraded) degraded), hung route $(field "$out_hung" answers) answers ($(field "$out_hung" degraded) degraded, expected: all), $bad bad; aborted requests sent $sent, seen by the gateway $seen ($aborts_measured after the warm-up). VmRSS after the warm-up, $n_fit samples every $every s: $rss_first -> $rss_last kB (min $rss_lo, max $rss_hi), ${kb_min} KB/min, ${kb_1000} KB per 1000 aborted requests (flat: <= $soak_max_kb_per_min and <= $soak_max_kb_per_1000_aborts): **$verdict**; once idle: VmRSS $rss_end kB, open fds $fds1 (at start $fds0, $fd_range after the warm-up), gauges back to zero: $([ -z "$busy" ] && echo yes || echo "no ($busy)")")
+  [ "$errors" -eq 0 ] || problem "soak: $errors errors ($bad bad answers)"
+  check_target "soak: RSS growth after the warm-up, KB/min" "$kb_min" "<=" "$soak_max_kb_per_min"
+  check_target "soak: RSS growth per 1000 aborted requests, KB" "$kb_1000" "<=" "$soak_max_kb_per_1000_aborts"
+  gnuplot -e "data='$samples'; out='$results/soak.png'; warm=$warm; slope=${by_time%% *}; base=$(echo "$by_time" | cut -d' ' -f2); name='soak: gateway VmRSS, $rate aborts/s; ${kb_min} KB/min after the warm-up'" \
+    loadtest/soak.gp 2>"$work/soak.gnuplot" || die "gnuplot failed for soak: $(cat "$work/soak.gnuplot")"
 }
 
 # ------------------------------------------------------------------------------------------------- main

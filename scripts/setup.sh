@@ -4,6 +4,7 @@
 #   build   compiler, CMake, Ninja, ccache and the libraries (what the Dockerfile's build stage needs)
 #   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl
 #   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3
+#   fuzz    tests/fuzz: clang-16 with libFuzzer and its sanitizer runtimes
 #   deploy  deploy/ci.sh: podman and its runtime pieces, debootstrap, yamllint, curl
 # Through sudo when not root.
 set -euo pipefail
@@ -12,8 +13,9 @@ declare -A groups=(
   [build]="g++ cmake ninja-build ccache pkg-config
     libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
     nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
-    libssl-dev libpq-dev libsqlite3-dev sqlite3"
-  [test]="catch2 postgresql sqlite3 curl"
+    libssl-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
+  [test]="catch2 postgresql sqlite3 curl python3-h11"
+  [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
   [bench]="wrk gnuplot-nox curl sqlite3"
   [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
     debootstrap yamllint curl"
@@ -23,7 +25,7 @@ selected=("$@")
 [ ${#selected[@]} -gt 0 ] || selected=(build test)
 packages=()
 for group in "${selected[@]}"; do
-  [ -n "${groups[$group]:-}" ] || { echo "setup.sh: unknown group '$group' (build test bench deploy)" >&2; exit 2; }
+  [ -n "${groups[$group]:-}" ] || { echo "setup.sh: unknown group '$group' (build test fuzz bench deploy)" >&2; exit 2; }
   # shellcheck disable=SC2206  # the list is split on whitespace on purpose
   packages+=(${groups[$group]})
 done

@@ -1,24 +1,32 @@
 #include "gateway/aggregate/fanout.hpp"
 
+#include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace gateway {
 
 namespace net = boost::asio;
 
 fanout::~fanout() {
+  assert(cancelling_ == 0 && "a fan-out ended inside its own cancel loop");
+  memory_budget::release(held_bytes_);
   if (queue_ != nullptr) queue_->remove(*this);  // a coroutine destroyed while it waited
 }
 
 void fanout::cancel(cancel_reason why) {
   if (cancelled_ == cancel_reason::none) cancelled_ = why;
+  // A call may finish inside its cancel hook; while this loop runs, call_finished() defers the wake-up of
+  // run() (see there), so this fan-out outlives the loop.
+  ++cancelling_;
   for (std::size_t i = 0; i < cancels_.size(); ++i) {
     if (!finished_[i]) cancels_[i].request_cancel(why);
   }
+  --cancelling_;
 }
 
 call_request fanout::make_request(std::size_t index, std::string& target) {
@@ -53,13 +61,32 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   if (request_->metrics)
     request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
                                  result.latency);
+  const bool settles = request_->route->calls[index].required && !result.ok();
+  // Held until the answer is merged (this fan-out's end), against the process's memory budget.
+  const auto bytes = result.body.text.capacity();
+  memory_budget::force_charge(bytes);
+  held_bytes_ += bytes;
   results_[index] = std::move(result);
   finished_[index] = 1;
-  if (--pending_ == 0) wake_.notify();  // resumes run() here, last: it may end the request
+  if (--pending_ != 0) {
+    // A failed required call decides the answer (502/504): run() cancels the others and answers now,
+    // instead of waiting for the deadline. Woken like the last call (see below).
+    if (!settles || settling_) return;
+    settling_ = true;
+  }
+  // The last call: run() may go on to end the request and destroy this fan-out. Resumed here only when
+  // the caller is a call's completion that touches nothing afterwards; inside cancel()'s loop, deferred.
+  if (cancelling_ > 0) {
+    wake_.notify();
+  } else {
+    wake_.resume_now();
+  }
 }
 
 void fanout::on_deadline() {
-  wake_.notify();
+  // From the I/O thread's deadline_queue, which outlives every fan-out and re-reads its heap after each
+  // entry; run() only cancels calls here (deferred wake-ups, see cancel()) and waits again.
+  wake_.resume_now();
 }
 
 void fanout::start_call(std::size_t index) {
@@ -117,7 +144,23 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   }
 
   request_ = &request;
-  for (std::size_t i = 0; i < n; ++i) start_call(i);
+  settling_ = false;
+  // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
+  // the calls already started have been cancelled and have finished: they point at this fan-out.
+  std::exception_ptr start_failure;
+  for (std::size_t i = 0; i < n && !start_failure; ++i) {
+    try {
+      start_call(i);
+    } catch (...) {
+      start_failure = std::current_exception();
+      for (std::size_t j = i; j < n; ++j) {
+        if (finished_[j]) continue;
+        finished_[j] = 1;
+        --pending_;
+      }
+    }
+  }
+  if (start_failure) cancel(cancel_reason::settled);
 
   // The I/O thread's deadline queue enforces every call's deadline: this fan-out waits until the earliest
   // deadline of a call still running, cancels the calls whose deadline has passed, and waits again. The
@@ -133,11 +176,19 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     wake_.wait(yield);
     queue_->remove(*this);
     if (pending_ == 0) break;
+    if (settling_) {
+      cancel(cancel_reason::settled);
+      continue;
+    }
     const auto woke = clock::now();
+    ++cancelling_;
     for (std::size_t i = 0; i < n; ++i) {
       if (!finished_[i] && deadlines_[i] <= woke) cancels_[i].request_cancel(cancel_reason::deadline);
     }
+    --cancelling_;
   }
+  queue_ = nullptr;
+  if (start_failure) std::rethrow_exception(start_failure);
   return std::move(results_);
 }
 

@@ -6,6 +6,11 @@
 // no timers of its own, only to finish promptly when its cancel_source fires. At its deadline, or on
 // cancel(), every unfinished call is cancelled; run() returns only after every call has finished, so no call
 // outlives its request.
+//
+// Wake-ups (direct_wake's rule): run() is resumed inside a call's completion only when that completion
+// touches nothing afterwards; from inside a loop that cancels calls (cancel(), or run()'s own deadline
+// loop), where a call may finish in its cancel hook, the wake-up is deferred, so that a fan-out never ends
+// while one of its own loops still runs.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
@@ -44,6 +49,8 @@ class fanout final : private call_sink, private deadline_queue::entry {
   fanout& operator=(const fanout&) = delete;
   ~fanout();
 
+  // Rethrows (std::bad_alloc) when a call could not be started, after the started ones have finished.
+  // Once a required call has failed, the other calls are cancelled (their results: cancelled).
   std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
 
   // Cancels every unfinished call (from the same executor, e.g. when the client disconnects).
@@ -70,6 +77,9 @@ class fanout final : private call_sink, private deadline_queue::entry {
   const fanout_request* request_ = nullptr;  // while run() runs
   deadline_queue* queue_ = nullptr;          // where this fan-out's next deadline is queued
   cancel_reason cancelled_ = cancel_reason::none;
+  unsigned cancelling_ = 0;  // inside a loop that cancels calls: wake-ups of run() are deferred
+  std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
+  bool settling_ = false;    // a required call failed: the others are cancelled, the answer is decided
 };
 
 }  // namespace gateway

@@ -35,6 +35,12 @@ std::optional<path_template> path_template::parse(std::string_view text, std::st
       error = "empty or nested '{}' in path";
       return std::nullopt;
     }
+    for (const char n : name) {
+      if (static_cast<unsigned char>(n) <= 0x20 || n == 0x7f) {
+        error = "path contains a space or control character";
+        return std::nullopt;
+      }
+    }
     if (!literal.empty()) t.pieces_.push_back({false, std::exchange(literal, {})});
     t.pieces_.push_back({true, std::string(name)});
     i = close;

@@ -26,14 +26,17 @@ struct server_settings {
   listen_address listen;
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
+  std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
 
   // The stack to allocate: sanitizer builds need several times more than the configured size.
   std::size_t stack_bytes() const;
 };
 
 struct limits_settings {
-  std::size_t max_connections = 10'000;  // open client connections; more are answered 503 and closed
-  std::size_t max_inflight = 5'000;      // requests being handled; more are answered 503 at once
+  std::size_t max_connections = 10'000;        // open client connections; more are answered 503 and closed
+  std::size_t max_connections_per_client = 0;  // open connections from one client IP address; 0 = unlimited
+  std::size_t memory_budget = 0;               // bytes; 0 = derived automatically
+  std::size_t max_inflight = 5'000;            // requests being handled; more are answered 503 at once
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_body_bytes = 64 * 1024;
   microseconds header_timeout = std::chrono::seconds(10);  // whole request head must arrive within it
@@ -97,7 +100,7 @@ struct downstream_settings {
 struct param_settings {
   std::string name;
   bool required = false;
-  std::string pattern;                           // as written; empty = any value
+  std::string pattern;                           // as written (RE2 syntax); empty = any value
   std::shared_ptr<const param_pattern> matcher;  // compiled `pattern`; null when empty
 };
 

@@ -10,11 +10,11 @@ std::string format_duration(microseconds d) {
   return std::to_string(us) + "us";
 }
 
-namespace {
-
-std::string address(const listen_address& a) {
+std::string format_listen(const listen_address& a) {
   return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
 }
+
+namespace {
 
 nlohmann::json downstream_json(const downstream_settings& d) {
   nlohmann::json j;
@@ -78,12 +78,15 @@ nlohmann::json route_json(const route_settings& r) {
 nlohmann::json effective_config_json(const gateway_config& c) {
   nlohmann::json j;
   j["source"] = c.source;
-  j["server"] = {{"listen", address(c.server.listen)},
+  j["server"] = {{"listen", format_listen(c.server.listen)},
                  {"threads", c.server.threads},
-                 {"coroutine_stack", c.server.coroutine_stack}};
-  j["admin"] = {{"listen", address(c.admin.listen)},
+                 {"coroutine_stack", c.server.coroutine_stack},
+                 {"stack_cache", c.server.stack_cache}};
+  j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)}};
   j["limits"] = {{"max_connections", c.limits.max_connections},
+                 {"max_connections_per_client", c.limits.max_connections_per_client},
+                 {"memory_budget", c.limits.memory_budget},
                  {"max_inflight", c.limits.max_inflight},
                  {"max_header_bytes", c.limits.max_header_bytes},
                  {"max_body_bytes", c.limits.max_body_bytes},

@@ -1,35 +1,74 @@
 #include "gateway/config/config_loader.hpp"
 
+#include "gateway/config/config_json.hpp"
 #include "gateway/config/param_pattern.hpp"
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/sql/sql_statement.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <memory>
 #include <set>
-#include <sstream>
 
 namespace gateway {
 namespace {
 
-std::optional<listen_address> parse_listen(const std::string& text) {
+// "HOST:PORT" or "[V6]:PORT" split into the host and the port's digits; nothing when it has no such shape.
+std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view text) {
   const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
-  listen_address a;
-  a.host = text.substr(0, colon);
-  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']')
-    a.host = a.host.substr(1, a.host.size() - 2);
-  unsigned long port = 0;
-  for (char c : text.substr(colon + 1)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    port = port * 10 + static_cast<unsigned long>(c - '0');
-    if (port > 65535) return std::nullopt;
-  }
-  a.port = static_cast<std::uint16_t>(port);
-  return a;
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
+  std::string host(text.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const auto digits = text.substr(colon + 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::pair(std::move(host), std::string(digits));
+}
+
+// The port written in `digits`, or an error message when it is outside lowest..65535.
+std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t& port) {
+  const auto first = digits.find_first_not_of('0');
+  const bool fits = first == std::string::npos || digits.size() - first <= 5;
+  const unsigned long value = fits ? std::stoul(digits) : 0;
+  if (!fits || value < lowest || value > 65535)
+    return "port " + digits + " out of range " + std::to_string(lowest) + "-65535";
+  port = static_cast<std::uint16_t>(value);
+  return {};
+}
+
+// A listener's "HOST:PORT": the host must be an IP address (it is bound, not resolved), port 0 is
+// ephemeral. Returns an error message or "".
+std::string parse_listen(const std::string& text, const std::string& example, listen_address& out) {
+  const auto parts = split_host_port(text);
+  if (!parts) return "expected HOST:PORT, e.g. " + example;
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(parts->first, ec);
+  if (ec) return "'" + parts->first + "' is not an IP address";
+  std::uint16_t port = 0;
+  if (auto problem = parse_port(parts->second, 0, port); !problem.empty()) return problem;
+  out = {parts->first, port};
+  return {};
+}
+
+// Whether two listeners cannot both bind: one port (not 0: each gets its own) and the same address, or a
+// wildcard address that covers the other (the IPv6 wildcard is dual-stack: it covers IPv4 addresses too).
+bool listeners_overlap(const listen_address& a, const listen_address& b) {
+  if (a.port != b.port || a.port == 0) return false;
+  boost::system::error_code ec;
+  const auto x = boost::asio::ip::make_address(a.host, ec);
+  const auto y = boost::asio::ip::make_address(b.host, ec);
+  if (ec) return false;
+  const auto covers = [](const boost::asio::ip::address& wildcard, const boost::asio::ip::address& other) {
+    return wildcard.is_unspecified() && (wildcard.is_v6() || other.is_v4());
+  };
+  return x == y || covers(x, y) || covers(y, x);
 }
 
 // "http://host:port[/base]" -> settings fields; returns an error message or "".
@@ -46,14 +85,17 @@ std::string parse_downstream_url(downstream_settings& d) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#')
       return "url base path has a forbidden character";
   }
-  auto address = parse_listen(std::string(authority));
-  if (!address) {
-    if (authority.empty() || authority.find(':') != std::string_view::npos) return "url needs host[:port]";
-    address = listen_address{std::string(authority), 80};
+  std::string host(authority);
+  std::uint16_t port = 80;
+  if (authority.find(':') != std::string_view::npos) {
+    auto parts = split_host_port(authority);
+    if (!parts) return "url needs host[:port]";
+    if (auto problem = parse_port(parts->second, 1, port); !problem.empty()) return problem;
+    host = std::move(parts->first);
   }
-  if (address->host.empty() || address->port == 0) return "url needs a host and a non-zero port";
-  d.host = address->host;
-  d.port = address->port;
+  if (host.empty()) return "url needs host[:port]";
+  d.host = std::move(host);
+  d.port = port;
   d.base_path = std::move(base);
   return {};
 }
@@ -70,13 +112,15 @@ bool valid_name(const std::string& name) {
 }
 constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
 
-// A route path is matched literally: no query, fragment, spaces or control characters.
-bool valid_route_path(const std::string& path) {
-  if (path.empty() || path.front() != '/') return false;
-  for (const char c : path) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '?' || c == '#') return false;
-  }
-  return true;
+// A route path is matched exactly: no query, fragment, spaces, control characters or {parameters}.
+// Returns an error message or "".
+std::string route_path_problem(const std::string& path) {
+  if (path.find_first_of("{}") != std::string::npos)
+    return "route path parameters like {id} are not supported yet: a route path is matched exactly";
+  const bool bad = path.empty() || path.front() != '/' || std::any_of(path.begin(), path.end(), [](char c) {
+                     return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '?' || c == '#';
+                   });
+  return bad ? "route path must start with '/' and hold no query, fragment, space or control character" : "";
 }
 
 // Serialises the members of a JSON object without its braces: {"a":1,"b":2} -> "a":1,"b":2
@@ -140,36 +184,60 @@ class loader {
     if (auto n = top.section("downstreams")) read_downstreams(*n, cfg);
     if (auto n = top.section("routes", yaml_reader::kind::sequence)) read_routes(*n, cfg);
     top.finish();
+    check_across_sections(cfg);
     if (cfg.routes.empty() && errors_.empty()) errors_.push_back({1, 1, "no routes configured"});
     return cfg;
   }
 
  private:
+  // Settings that are valid alone but cannot work together, reported where the later one is written.
+  void check_across_sections(const gateway_config& cfg) {
+    if (listeners_overlap(cfg.server.listen, cfg.admin.listen) && (admin_listen_at_ || server_listen_at_)) {
+      const auto at = admin_listen_at_ ? *admin_listen_at_ : *server_listen_at_;
+      yaml_reader::report(errors_, at,
+                          std::string(admin_listen_at_ ? "admin.listen" : "server.listen") +
+                              ": the admin listener and the public listener overlap (server.listen " +
+                              format_listen(cfg.server.listen) + ", admin.listen " +
+                              format_listen(cfg.admin.listen) + "): give them different ports");
+    }
+    // Each I/O thread keeps its own connections to an HTTP downstream, an equal share of max_connections
+    // and at least one; fewer than the threads cannot be shared out (threads: 0 is checked at start).
+    for (const auto& [name, at] : downstream_max_at_) {
+      const auto* d = cfg.find_downstream(name);
+      if (cfg.server.threads == 0 || d == nullptr || d->kind != downstream_kind::http ||
+          d->max_connections >= cfg.server.threads) {
+        continue;
+      }
+      yaml_reader::report(errors_, at,
+                          "downstreams." + name + ".max_connections: " + std::to_string(d->max_connections) +
+                              " is less than server.threads " + std::to_string(cfg.server.threads) +
+                              ": each I/O thread keeps its own connections and needs at least one");
+    }
+  }
+
+  void read_listen(yaml_reader& r, const std::string& example, listen_address& out,
+                   std::optional<YAML::Mark>& at) {
+    std::string listen;
+    if (!r.string("listen", listen)) return;
+    if (auto problem = parse_listen(listen, example, out); !problem.empty()) {
+      r.error_at("listen", problem);
+    } else {
+      at = r.mark_of("listen");
+    }
+  }
+
   void read_server(const YAML::Node& node, server_settings& s) {
     yaml_reader r(node, errors_, "server");
-    std::string listen;
-    if (r.string("listen", listen)) {
-      if (auto a = parse_listen(listen)) {
-        s.listen = *a;
-      } else {
-        r.error_at("listen", "expected HOST:PORT, e.g. 0.0.0.0:8080");
-      }
-    }
+    read_listen(r, "0.0.0.0:8080", s.listen, server_listen_at_);
     r.unsigned_int("threads", s.threads, 0, 256);
     r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
+    r.size("stack_cache", s.stack_cache, 0, 65536);
     r.finish();
   }
 
   void read_admin(const YAML::Node& node, admin_settings& a) {
     yaml_reader r(node, errors_, "admin");
-    std::string listen;
-    if (r.string("listen", listen)) {
-      if (auto address = parse_listen(listen)) {
-        a.listen = *address;
-      } else {
-        r.error_at("listen", "expected HOST:PORT, e.g. 0.0.0.0:9901");
-      }
-    }
+    read_listen(r, "0.0.0.0:9901", a.listen, admin_listen_at_);
     if (r.duration("stall_threshold", a.stall_threshold) && a.stall_threshold < milliseconds(100))
       r.error_at("stall_threshold", "stall_threshold must be at least 100ms");
     r.finish();
@@ -185,6 +253,8 @@ class loader {
   void read_limits(const YAML::Node& node, limits_settings& l) {
     yaml_reader r(node, errors_, "limits");
     r.size("max_connections", l.max_connections, 1, 10'000'000);
+    r.size("max_connections_per_client", l.max_connections_per_client, 0, 10'000'000);
+    r.size("memory_budget", l.memory_budget, 0, std::size_t{1} << 40);
     r.size("max_inflight", l.max_inflight, 1, 10'000'000);
     r.size("max_header_bytes", l.max_header_bytes, 1024, 1024 * 1024);
     r.size("max_body_bytes", l.max_body_bytes, 0, 64 * 1024 * 1024);
@@ -234,7 +304,9 @@ class loader {
           if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
         }
         r.duration("connect_timeout", d.connect_timeout);
-        r.size("max_connections", d.max_connections, 1, 1'000'000);
+        if (r.size("max_connections", d.max_connections, 1, 1'000'000)) {
+          if (auto at = r.mark_of("max_connections")) downstream_max_at_.emplace_back(d.name, *at);
+        }
         r.duration("idle_timeout", d.idle_timeout);
         if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
           r.error_at("dns_refresh", "dns_refresh must be at least 1s");
@@ -300,9 +372,8 @@ class loader {
   bool read_route(const YAML::Node& node, const gateway_config& cfg, route_settings& route) {
     yaml_reader r(node, errors_, "route");
     if (!r.valid()) return false;
-    if (r.string("path", route.path, true) && !valid_route_path(route.path)) {
-      r.error_at("path",
-                 "route path must start with '/' and hold no query, fragment, space or control character");
+    if (r.string("path", route.path, true)) {
+      if (auto problem = route_path_problem(route.path); !problem.empty()) r.error_at("path", problem);
     }
     if (r.string("method", route.method)) {
       static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
@@ -332,12 +403,10 @@ class loader {
       p.name = name;
       yaml_reader r(value, errors_, "param '" + name + "'");
       r.boolean("required", p.required);
-      if (r.string("pattern", p.pattern)) {
-        try {
-          p.matcher = std::make_shared<const param_pattern>(p.pattern);
-        } catch (const std::regex_error& e) {
-          r.error_at("pattern", std::string("invalid regular expression: ") + e.what());
-        }
+      if (r.string("pattern", p.pattern) && !p.pattern.empty()) {
+        std::string problem;
+        p.matcher = param_pattern::compile(p.pattern, problem);
+        if (!p.matcher) r.error_at("pattern", "invalid pattern (RE2 syntax): " + problem);
       }
       r.finish();
       route.params.push_back(std::move(p));
@@ -384,7 +453,12 @@ class loader {
         }
       }
       microseconds timeout{};
-      if (r.duration("timeout", timeout)) call.timeout = timeout;
+      if (r.duration("timeout", timeout)) {
+        call.timeout = timeout;
+        if (timeout > route.deadline)
+          r.error_at("timeout", "timeout " + format_duration(timeout) + " exceeds the route deadline " +
+                                    format_duration(route.deadline) + ": it can never apply");
+      }
       r.boolean("required", call.required);
       r.string_list("fields", call.fields);
       nlohmann::json fallback = nlohmann::json::object();
@@ -399,6 +473,10 @@ class loader {
   }
 
   std::vector<config_error>& errors_;
+  // Where values checked against other sections were written (unset: not written, the default applies).
+  std::optional<YAML::Mark> server_listen_at_;
+  std::optional<YAML::Mark> admin_listen_at_;
+  std::vector<std::pair<std::string, YAML::Mark>> downstream_max_at_;  // downstream -> its max_connections
 };
 
 }  // namespace
@@ -418,20 +496,36 @@ config_load_result load_config_text(std::string_view yaml, const std::string& so
   }
   auto cfg = loader(result.errors).load(root);
   cfg.source = source_name;
+  // In file order: a typo is then reported before the errors it causes further down.
+  std::stable_sort(result.errors.begin(), result.errors.end(),
+                   [](const config_error& a, const config_error& b) {
+                     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+                   });
   if (result.errors.empty()) result.config = std::move(cfg);
   return result;
 }
 
 config_load_result load_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {std::nullopt, {{0, 0, "cannot open file"}}};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > 16 * 1024 * 1024) return {std::nullopt, {{0, 0, "file larger than 16 MiB"}}};
-  return load_config_text(text.str(), path);
+  constexpr std::size_t max_bytes = 16 * 1024 * 1024;
+  const auto failed = [](const char* what, int err) {
+    return config_load_result{std::nullopt, {{0, 0, std::string(what) + ": " + std::strerror(err)}}};
+  };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return failed("cannot open file", errno);
+  std::string text;
+  std::array<char, 64 * 1024> buffer;
+  while (text.size() <= max_bytes) {
+    const auto n = std::fread(buffer.data(), 1, buffer.size(), file.get());
+    if (n < buffer.size() && std::ferror(file.get())) return failed("cannot read file", errno);  // EISDIR
+    text.append(buffer.data(), n);
+    if (n < buffer.size()) break;
+  }
+  if (text.size() > max_bytes) return {std::nullopt, {{0, 0, "file larger than 16 MiB"}}};
+  return load_config_text(text, path);
 }
 
 std::string format_config_error(const std::string& file, const config_error& error) {
+  if (error.line == 0) return file + ": " + error.message;
   return file + ":" + std::to_string(error.line) + ":" + std::to_string(error.column) + ": " + error.message;
 }
 

@@ -1,10 +1,12 @@
 #include "gateway/config/param_pattern.hpp"
 
+#include <re2/re2.h>
+
 namespace gateway {
 
 namespace {
 
-// Characters that stand for themselves inside an ECMAScript bracket class.
+// Characters that stand for themselves inside an RE2 bracket class (and an ECMAScript one).
 bool literal_in_class(char c) {
   if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
   return std::string_view("_-.~:@+%!$&*,;=/ ").find(c) != std::string_view::npos;
@@ -78,14 +80,32 @@ bool char_class_pattern::matches(std::string_view value) const {
   return true;
 }
 
-param_pattern::param_pattern(const std::string& pattern) : fast_(char_class_pattern::compile(pattern)) {
-  // Compiled in any case, so that an expression std::regex refuses is refused whatever the fast path says.
-  std::regex regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  if (!fast_) regex_.emplace(std::move(regex));
+std::unique_ptr<const param_pattern> param_pattern::compile(const std::string& pattern, std::string& error,
+                                                            std::size_t max_value_bytes) {
+  re2::RE2::Options options;
+  options.set_encoding(re2::RE2::Options::EncodingUTF8);
+  options.set_max_mem(static_cast<std::int64_t>(max_memory_bytes));
+  options.set_log_errors(false);    // the error is reported by the config loader
+  options.set_never_capture(true);  // groups only group: nothing is extracted
+  auto re2 = std::make_unique<const re2::RE2>(pattern, options);
+  if (!re2->ok()) {
+    error = re2->error();
+    return nullptr;
+  }
+  return std::unique_ptr<const param_pattern>(new param_pattern(std::move(re2), max_value_bytes));
 }
 
-bool param_pattern::matches(const std::string& value) const {
-  return fast_ ? fast_->matches(value) : std::regex_match(value, *regex_);
+param_pattern::param_pattern(std::unique_ptr<const re2::RE2> re2, std::size_t max_value_bytes)
+    : re2_(std::move(re2)),
+      fast_(char_class_pattern::compile(re2_->pattern())),
+      max_value_bytes_(max_value_bytes) {}
+
+param_pattern::~param_pattern() = default;
+
+bool param_pattern::matches(std::string_view value) const {
+  if (value.size() > max_value_bytes_) return false;
+  if (fast_) return fast_->matches(value);
+  return re2::RE2::FullMatch(re2::StringPiece(value.data(), value.size()), *re2_);
 }
 
 }  // namespace gateway

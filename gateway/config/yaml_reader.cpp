@@ -4,18 +4,60 @@
 
 #include <charconv>
 #include <limits>
+#include <string_view>
 
 namespace gateway {
 namespace {
 
-// Converts a YAML value to JSON; scalars become numbers/booleans/null when they read as such.
-std::optional<nlohmann::json> to_json(const YAML::Node& node, int depth = 0) {
+// Well-formed UTF-8: shortest forms, no surrogates, nothing above U+10FFFF (what JSON output requires).
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char b = byte(i);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xbf;  // range of the second byte; the others are always 80-bf
+    if (b >= 0xc2 && b <= 0xdf) {
+      length = 2;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      length = 3;
+      if (b == 0xe0) low = 0xa0;   // overlong
+      if (b == 0xed) high = 0x9f;  // surrogates
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      length = 4;
+      if (b == 0xf0) low = 0x90;   // overlong
+      if (b == 0xf4) high = 0x8f;  // above U+10FFFF
+    } else {
+      return false;
+    }
+    if (i + length > text.size() || byte(i + 1) < low || byte(i + 1) > high) return false;
+    for (std::size_t k = 2; k < length; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+// Converts a YAML value to JSON; scalars become numbers/booleans/null when they read as such. A key or
+// value that is not valid UTF-8 gives nothing, with `bad_text` pointing at it.
+std::optional<nlohmann::json> to_json(const YAML::Node& node, std::optional<YAML::Mark>& bad_text,
+                                      int depth = 0) {
   if (depth > 32) return std::nullopt;
   switch (node.Type()) {
     case YAML::NodeType::Null:
       return nlohmann::json(nullptr);
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
+      if (!valid_utf8(s)) {
+        bad_text = node.Mark();
+        return std::nullopt;
+      }
       if (node.Tag() == "!") return nlohmann::json(s);  // quoted: always a string
       if (s == "true") return nlohmann::json(true);
       if (s == "false") return nlohmann::json(false);
@@ -31,7 +73,7 @@ std::optional<nlohmann::json> to_json(const YAML::Node& node, int depth = 0) {
     case YAML::NodeType::Sequence: {
       auto arr = nlohmann::json::array();
       for (const auto& item : node) {
-        auto v = to_json(item, depth + 1);
+        auto v = to_json(item, bad_text, depth + 1);
         if (!v) return std::nullopt;
         arr.push_back(std::move(*v));
       }
@@ -40,8 +82,13 @@ std::optional<nlohmann::json> to_json(const YAML::Node& node, int depth = 0) {
     case YAML::NodeType::Map: {
       auto obj = nlohmann::json::object();
       for (const auto& kv : node) {
-        auto v = to_json(kv.second, depth + 1);
-        if (!v || !kv.first.IsScalar()) return std::nullopt;
+        if (!kv.first.IsScalar()) return std::nullopt;
+        if (!valid_utf8(kv.first.Scalar())) {
+          bad_text = kv.first.Mark();
+          return std::nullopt;
+        }
+        auto v = to_json(kv.second, bad_text, depth + 1);
+        if (!v) return std::nullopt;
         obj[kv.first.Scalar()] = std::move(*v);
       }
       return obj;
@@ -65,8 +112,25 @@ yaml_reader::yaml_reader(const YAML::Node& node, std::vector<config_error>& erro
 
 void yaml_reader::report(std::vector<config_error>& errors, const YAML::Node& node,
                          const std::string& message) {
-  const auto mark = node.Mark();
+  report(errors, node.Mark(), message);
+}
+
+void yaml_reader::report(std::vector<config_error>& errors, const YAML::Mark& mark,
+                         const std::string& message) {
   errors.push_back({mark.line + 1, mark.column + 1, message});
+}
+
+std::optional<YAML::Mark> yaml_reader::mark_of(const std::string& key) const {
+  for (const auto& [k, v] : entries_) {
+    if (k.IsScalar() && k.Scalar() == key) return v.Mark();
+  }
+  return std::nullopt;
+}
+
+bool yaml_reader::utf8(const YAML::Node& value, const std::string& key) {
+  if (valid_utf8(value.Scalar())) return true;
+  report(errors_, value, what_ + "." + key + ": not valid UTF-8");
+  return false;
 }
 
 const YAML::Node* yaml_reader::find(const std::string& key) {
@@ -107,6 +171,7 @@ bool yaml_reader::string(const std::string& key, std::string& out, bool required
     if (!v && required && valid_) report(errors_, node_, what_ + ": missing required key '" + key + "'");
     return false;
   }
+  if (!utf8(*v, key)) return false;
   out = v->Scalar();
   return true;
 }
@@ -138,11 +203,14 @@ bool yaml_reader::size(const std::string& key, std::size_t& out, std::size_t min
   } else if (digits.ends_with("MiB")) {
     scale = 1024 * 1024;
     digits.remove_suffix(3);
+  } else if (digits.ends_with("GiB")) {
+    scale = std::size_t{1024} * 1024 * 1024;
+    digits.remove_suffix(3);
   }
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() ||
       value > std::numeric_limits<std::size_t>::max() / scale) {
-    report(errors_, *v, what_ + "." + key + ": expected a non-negative integer (KiB/MiB suffix allowed)");
+    report(errors_, *v, what_ + "." + key + ": expected a non-negative integer (KiB/MiB/GiB suffix allowed)");
     return false;
   }
   value *= scale;
@@ -189,6 +257,7 @@ bool yaml_reader::string_list(const std::string& key, std::vector<std::string>& 
       report(errors_, item, what_ + "." + key + ": expected a string");
       return false;
     }
+    if (!utf8(item, key)) return false;
     out.push_back(item.Scalar());
   }
   return true;
@@ -197,7 +266,12 @@ bool yaml_reader::string_list(const std::string& key, std::vector<std::string>& 
 bool yaml_reader::json_object(const std::string& key, nlohmann::json& out) {
   const YAML::Node* v = find(key);
   if (!v) return false;
-  auto j = v->IsMap() ? to_json(*v) : std::nullopt;
+  std::optional<YAML::Mark> bad_text;
+  auto j = v->IsMap() ? to_json(*v, bad_text) : std::nullopt;
+  if (bad_text) {
+    report(errors_, *bad_text, what_ + "." + key + ": not valid UTF-8");
+    return false;
+  }
   if (!j || !j->is_object()) {
     report(errors_, *v, what_ + "." + key + ": expected a mapping (a JSON object)");
     return false;
@@ -225,6 +299,10 @@ void yaml_reader::each_entry(const std::function<void(const std::string&, const 
   for (const auto& [k, v] : entries_) {
     if (!k.IsScalar() || k.Scalar().empty()) {
       report(errors_, k, what_ + ": keys must be non-empty strings");
+      continue;
+    }
+    if (!valid_utf8(k.Scalar())) {
+      report(errors_, k, what_ + ": key is not valid UTF-8");
       continue;
     }
     fn(k.Scalar(), v);

@@ -1,6 +1,8 @@
 #pragma once
 // Reads one YAML mapping into settings: typed getters that report wrong types and out-of-range values
-// at the value's line:column, and finish() that reports duplicate and unknown keys. Never throws.
+// at the value's line:column, and finish() that reports duplicate and unknown keys. Every string handed
+// out (values, list items, JSON object keys and values, entry keys) is valid UTF-8; other text is
+// reported where it is. Never throws.
 
 #include "gateway/config/config_loader.hpp"
 
@@ -28,7 +30,7 @@ class yaml_reader {
   bool string(const std::string& key, std::string& out, bool required = false);
   bool boolean(const std::string& key, bool& out);
   bool unsigned_int(const std::string& key, unsigned& out, unsigned min, unsigned max);
-  bool size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max);
+  bool size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max);  // KiB MiB GiB
   bool duration(const std::string& key, microseconds& out, bool allow_zero = false);
   bool string_list(const std::string& key, std::vector<std::string>& out);
   bool json_object(const std::string& key, nlohmann::json& out);
@@ -40,6 +42,10 @@ class yaml_reader {
   void error_at(const std::string& key, const std::string& message);
   void error_here(const std::string& message);  // at the mapping itself
   static void report(std::vector<config_error>& errors, const YAML::Node& node, const std::string& message);
+  static void report(std::vector<config_error>& errors, const YAML::Mark& mark, const std::string& message);
+
+  // Where the value of `key` is, for a check that needs several sections (reported after both are read).
+  std::optional<YAML::Mark> mark_of(const std::string& key) const;
 
   // Reports unknown keys (every key not asked for) and duplicates.
   void finish();
@@ -47,6 +53,7 @@ class yaml_reader {
  private:
   const YAML::Node* find(const std::string& key);
   bool scalar(const std::string& key, const YAML::Node*& value);
+  bool utf8(const YAML::Node& value, const std::string& key);  // reports when not
 
   std::vector<std::pair<YAML::Node, YAML::Node>> entries_;
   std::set<std::string> used_;

@@ -9,7 +9,9 @@
 
 namespace gateway {
 
-enum class cancel_reason { none, deadline, client_gone, shutdown };
+// settled: the answer no longer needs the call (a required call failed, or starting the request's calls
+// failed).
+enum class cancel_reason { none, deadline, client_gone, shutdown, settled };
 
 class cancel_source {
  public:

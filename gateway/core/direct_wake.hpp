@@ -1,17 +1,26 @@
 #pragma once
-// A stackful coroutine's wait for an event raised on its own I/O thread, resumed by whoever raises it,
-// inside that call. Waking a coroutine through a timer or a post costs a trip through the scheduler's
-// queue, and behind the queue's reactor task that trip costs an extra `epoll_wait` (with a zero timeout)
-// per wake-up; Asio's own operations complete their handlers the same direct way when they finish on
-// their executor's thread.
+// A stackful coroutine's wait for an event raised on its own I/O thread.
 //
-// One waiter at a time. notify() must be called on the waiter's I/O thread and not from the waiting
-// coroutine itself; it is best called last, since the resumed coroutine may end and destroy whatever
-// called notify(). While a coroutine waits, the io_context counts it as outstanding work, so run() does
-// not return under it.
+// Two ways to wake it, and the rule that decides between them:
+// - notify() defers: the coroutine is resumed later, from the I/O thread's queue (a post). It is safe
+//   anywhere, in particular in code that goes on touching its own state after the call (a cancel hook,
+//   a loop over several calls, anything reached from another coroutine's cancel): the woken coroutine
+//   cannot end, and free that state, under it.
+// - resume_now() resumes the coroutine inside the call: it runs until it waits again or ends, then this
+//   returns. Waking through the queue costs a trip through the scheduler (and, behind its reactor task,
+//   an extra `epoll_wait`), so the request path uses it, but only as the last thing a completion handler
+//   does (an Asio completion, a timer's handler, a deadline_queue entry's on_deadline()), with nothing of
+//   the caller's touched afterwards except what provably outlives the coroutine (the I/O thread's own
+//   deadline_queue, a shared_ptr the handler holds). Every call site says why it qualifies.
+//
+// One waiter at a time; both must be called on the waiter's I/O thread, never from the waiting coroutine
+// itself. A wait may return without its event (a deferred wake still queued when the event came another
+// way), so callers re-check their condition in a loop. While a coroutine waits, the io_context counts it
+// as outstanding work, so run() does not return under it.
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/spawn.hpp>
 
@@ -26,7 +35,7 @@ class direct_wake {
   direct_wake(const direct_wake&) = delete;
   direct_wake& operator=(const direct_wake&) = delete;
 
-  // Suspends the coroutine until notify(); returns at once when notify() came since the last wait.
+  // Suspends the coroutine until woken; returns at once when a wake came since the last wait.
   void wait(boost::asio::yield_context yield) {
     if (std::exchange(notified_, false)) return;
     boost::asio::async_initiate<boost::asio::yield_context, void()>(
@@ -39,17 +48,25 @@ class direct_wake {
   }
   bool waiting() const { return handler_.has_value(); }
 
-  // Resumes the waiting coroutine now: it runs until it waits again or ends, then this returns. With no
-  // coroutine waiting, the next wait() returns at once.
+  // Queues the waiting coroutine's resumption; with no coroutine waiting, the next wait() returns at once.
   void notify() {
     if (!handler_) {
       notified_ = true;
       return;
     }
-    handler h = std::move(*handler_);
-    handler_.reset();
-    auto work = std::move(*work_);  // released after the coroutine has run
-    work_.reset();
+    auto work = take_work();
+    boost::asio::post(work, take_handler());
+  }
+
+  // Resumes the waiting coroutine now (see the rule above); with none waiting, the next wait() returns at
+  // once.
+  void resume_now() {
+    if (!handler_) {
+      notified_ = true;
+      return;
+    }
+    handler h = take_handler();
+    auto work = take_work();  // released after the coroutine has run
     std::move(h)();
   }
 
@@ -57,6 +74,17 @@ class direct_wake {
   using handler = boost::asio::async_result<boost::asio::yield_context, void()>::handler_type;
   using tracked_executor = decltype(boost::asio::prefer(std::declval<boost::asio::any_io_executor>(),
                                                         boost::asio::execution::outstanding_work.tracked));
+  handler take_handler() {
+    handler h = std::move(*handler_);
+    handler_.reset();
+    return h;
+  }
+  tracked_executor take_work() {
+    auto w = std::move(*work_);
+    work_.reset();
+    return w;
+  }
+
   std::optional<handler> handler_;
   std::optional<tracked_executor> work_;
   bool notified_ = false;

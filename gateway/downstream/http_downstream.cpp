@@ -1,5 +1,6 @@
 #include "gateway/downstream/http_downstream.hpp"
 
+#include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/response_parser.hpp"
 
@@ -57,12 +58,20 @@ http_downstream::http_downstream(const downstream_settings& settings,
                                  const std::vector<net::io_context*>& workers, host_resolver& resolver)
     : settings_(settings) {
   const auto address = resolver.add(settings_.name, settings_.host, settings_.port, settings_.dns_refresh);
-  const auto host =
-      settings_.port == 80 ? settings_.host : settings_.host + ":" + std::to_string(settings_.port);
+  // RFC 9110 7.2 / RFC 3986 3.2.2: an IPv6 literal is written in brackets.
+  const bool ipv6_literal = settings_.host.find(':') != std::string::npos;
+  const auto name = ipv6_literal ? "[" + settings_.host + "]" : settings_.host;
+  const auto host = settings_.port == 80 ? name : name + ":" + std::to_string(settings_.port);
   head_prefix_ = "GET " + settings_.base_path;
   head_middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ";
-  const std::size_t per_worker =
-      std::max<std::size_t>(1, settings_.max_connections / std::max<std::size_t>(1, workers.size()));
+  // Each I/O thread keeps an equal share, at least one: fewer connections than threads would be exceeded.
+  if (settings_.max_connections < workers.size()) {
+    throw std::runtime_error("downstream '" + settings_.name + "': max_connections " +
+                             std::to_string(settings_.max_connections) + " is less than the " +
+                             std::to_string(workers.size()) +
+                             " I/O threads (each keeps its own connections): raise it or set server.threads");
+  }
+  const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
   for (auto* ioc : workers) {
     pools_.push_back(std::make_unique<connection_pool>(ioc->get_executor(), address, per_worker,
                                                        settings_.connect_timeout, settings_.idle_timeout));
@@ -365,6 +374,7 @@ class http_call final : public read_readiness::listener {
       buffer.consume(
           parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
       if (parse_ec && parse_ec != http::error::need_more) return read(parse_ec);
+      if (!charge_body()) return read(http::error::buffer_overflow);
       if (parser_->is_done()) {
         // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
         drained_ = got.drained;
@@ -373,6 +383,19 @@ class http_call final : public read_readiness::listener {
       if (buffer.size() > read_buffer_limit) return read(http::error::buffer_overflow);
       if (got.drained) return conn_->readiness.wait(*conn_);
     }
+  }
+
+  // Counts the answer's body buffer against the process's memory budget as it grows; false when the
+  // budget has no room for it (the call then fails).
+  bool charge_body() {
+    const auto capacity = parser_->body().capacity();
+    if (capacity <= charged_) return true;
+    if (!memory_budget::try_charge(capacity - charged_)) {
+      over_budget_ = true;
+      return false;
+    }
+    charged_ = capacity;
+    return true;
   }
 
   // The downstream closed the connection: the end of an answer without a length, or a failure.
@@ -391,7 +414,9 @@ class http_call final : public read_readiness::listener {
       pool_.discard(std::move(conn_));
       // A pooled connection the downstream closed while idle fails on first use: retry on a new one.
       if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
-      return fail(ec, ec == http::error::body_limit ? "body too large" : "read failed");
+      return fail(ec, over_budget_                          ? "memory budget exhausted"
+                      : ec == http::error::body_limit ? "body too large"
+                                                      : "read failed");
     }
     const auto now = clock::now();
     call_result result;  // built only now: a call in flight does not carry one
@@ -421,6 +446,8 @@ class http_call final : public read_readiness::listener {
 
   void done(call_result&& result, clock::time_point now) {
     result.latency = now - started_;
+    // The body now belongs to the result, which the fan-out counts until the answer is merged.
+    memory_budget::release(std::exchange(charged_, 0));
     auto& sink = sink_;
     const auto index = index_;
     if (timer_pending_) {  // its handler, due at once, deletes the call
@@ -451,6 +478,8 @@ class http_call final : public read_readiness::listener {
   bool connect_timed_out_ = false;
   bool timer_pending_ = false;  // the connect timer's handler has yet to run
   bool finished_ = false;       // reported; the connect timer's handler deletes the call
+  bool over_budget_ = false;    // the answer did not fit in the memory budget
+  std::size_t charged_ = 0;     // bytes of the body buffer counted against the memory budget
   std::optional<cancel_source::scoped_hook> hook_;
   std::optional<net::steady_timer> timer_;
   connection_pool::waiter waiter_;

@@ -263,18 +263,15 @@ void response_parser::put_eof(error_code& ec) {
     has_length_ = true;
     length_ = n;
   } else if (iequals(name, "transfer-encoding")) {
-    bool bad = chunked_;  // a coding after chunked (in an earlier field) is not allowed
-    bool last_chunked = false;
-    for_each_token(value, [&](std::string_view coding) {
-      if (last_chunked) bad = true;
-      last_chunked = iequals(coding, "chunked");
-    });
-    if (bad) {
+    // The only coding decoded here is chunked, so the one acceptable value is one "chunked" in one field:
+    // any other coding (gzip, or gzip applied before chunked) leaves a body that cannot be used, and a
+    // final coding other than chunked leaves no length at all (RFC 9112 6.1, 6.3).
+    if (te_seen_ || !iequals(value, "chunked")) {
       ec = http::error::bad_transfer_encoding;
       return false;
     }
     te_seen_ = true;
-    chunked_ = last_chunked;
+    chunked_ = true;
   } else if (iequals(name, "connection")) {
     if (iequals(value, "keep-alive")) {  // the usual value, without the list walk
       connection_keep_alive_ = true;
@@ -318,8 +315,10 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
     ec = http::error::bad_transfer_encoding;
     return 0;
   }
-  keep_alive_ = http10_ ? connection_keep_alive_ && !connection_close_ : !connection_close_;
-  if (status_ / 100 == 1 || status_ == 204 || status_ == 304) {
+  if (status_ / 100 == 1) return skip_interim(end + 4, ec);
+  // An HTTP/1.0 answer with Transfer-Encoding has faulty framing: close after it (RFC 9112 6.1).
+  keep_alive_ = http10_ ? connection_keep_alive_ && !connection_close_ && !te_seen_ : !connection_close_;
+  if (status_ == 204 || status_ == 304) {
     state_ = state::done;
   } else if (chunked_) {
     state_ = state::chunk_size;
@@ -335,6 +334,21 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
     keep_alive_ = false;
   }
   return end + 4;
+}
+
+// An interim response (RFC 9110 15.2) is skipped: the next head is the answer's. 101 is refused (the
+// gateway never asks to switch protocols), and so is a run of interim responses longer than any server
+// sends, so that a downstream cannot keep a call busy with them.
+std::size_t response_parser::skip_interim(std::size_t head_size, error_code& ec) {
+  if (status_ == 101 || ++interim_ > max_interim) {
+    ec = http::error::bad_status;
+    return 0;
+  }
+  status_ = 0;
+  scanned_ = 0;
+  te_seen_ = has_length_ = chunked_ = http10_ = connection_close_ = connection_keep_alive_ = false;
+  length_ = 0;
+  return head_size;
 }
 
 // HTTP/1.x SP 3DIGIT [SP reason-phrase]
@@ -393,20 +407,39 @@ std::size_t response_parser::parse_chunk_size(std::string_view data, error_code&
   return eol + 2;
 }
 
-// The trailer section after the last chunk: skipped up to its empty line.
+// The trailer section after the last chunk: fields, each checked like a head's field (name ":" value
+// CRLF; no bare LF, no obs-fold, no control characters) and skipped, up to the empty line. Like the head,
+// the section is consumed only once complete (and within the head limit), so that where an answer ends
+// never depends on how its bytes arrived.
 std::size_t response_parser::parse_trailers(std::string_view data, error_code& ec) {
-  if (data.substr(0, 2) == "\r\n") {
-    state_ = state::done;
-    return 2;
+  std::size_t used = 0;
+  for (;;) {
+    const auto rest = data.substr(used);
+    if (rest.size() >= 2 && rest[0] == '\r' && rest[1] == '\n') {
+      state_ = state::done;
+      return used + 2;
+    }
+    const auto eol = rest.find("\r\n");
+    if (eol == std::string_view::npos) {  // a line still arriving is judged once complete
+      ec = used + rest.size() > header_limit_ ? error_code(http::error::header_limit)
+                                              : error_code(http::error::need_more);
+      return 0;
+    }
+    const auto line = rest.substr(0, eol);
+    std::size_t name_end = 0;
+    while (name_end < line.size() && tchar_table[static_cast<unsigned char>(line[name_end])]) ++name_end;
+    // Not a field (obs-fold, a bare LF, no colon) or a value with control characters.
+    if (name_end == 0 || name_end == line.size() || line[name_end] != ':' ||
+        !is_text(line.substr(name_end + 1))) {
+      ec = line[0] == ' ' || line[0] == '\t' ? http::error::bad_obs_fold : http::error::bad_field;
+      return 0;
+    }
+    used += eol + 2;
+    if (used > header_limit_) {
+      ec = http::error::header_limit;
+      return 0;
+    }
   }
-  const auto end = data.find("\r\n\r\n");
-  if (end == std::string_view::npos) {
-    ec = data.size() > header_limit_ ? error_code(http::error::header_limit)
-                                     : error_code(http::error::need_more);
-    return 0;
-  }
-  state_ = state::done;
-  return end + 4;
 }
 
 bool response_parser::append(std::string_view bytes, error_code& ec) {

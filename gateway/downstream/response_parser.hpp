@@ -1,5 +1,6 @@
 #pragma once
-// An incremental, strict HTTP/1.1 response parser for downstream answers. It keeps what a call needs (the
+// An incremental, strict HTTP/1.1 response parser for downstream answers. Interim (1xx) responses are
+// skipped: the answer is the final response that follows them. It keeps what a call needs (the
 // status, the body, whether the connection may be reused) and looks at three header fields only
 // (Content-Length, Transfer-Encoding, Connection); the others are checked for syntax and skipped. Bodies
 // are framed by Content-Length, chunked transfer coding, or the end of the connection. Pure: bytes in,
@@ -39,6 +40,7 @@ class response_parser {
   std::size_t parse_head(std::string_view data, boost::system::error_code& ec);
   bool parse_status_line(std::string_view line);
   bool parse_field(const char*& p, const char* limit, boost::system::error_code& ec);
+  std::size_t skip_interim(std::size_t head_size, boost::system::error_code& ec);
   std::size_t parse_chunk_size(std::string_view data, boost::system::error_code& ec);
   std::size_t parse_trailers(std::string_view data, boost::system::error_code& ec);
   bool append(std::string_view bytes, boost::system::error_code& ec);
@@ -47,6 +49,8 @@ class response_parser {
   std::size_t header_limit_;
   state state_ = state::head;
   std::size_t scanned_ = 0;  // bytes of the pending head already searched for its end
+  static constexpr unsigned max_interim = 8;
+  unsigned interim_ = 0;  // interim (1xx) responses skipped so far
   bool got_some_ = false;
   bool keep_alive_ = true;
   bool chunked_ = false;  // the last transfer coding is chunked

@@ -8,8 +8,8 @@ namespace gateway {
 namespace {
 
 // The status codes the gateway answers with; anything else is counted as "other".
-constexpr std::array<unsigned, 14> status_codes{200, 204, 400, 404, 405, 408, 413,
-                                                414, 431, 499, 500, 502, 503, 504};
+constexpr std::array<unsigned, 15> status_codes{200, 204, 400, 404, 405, 408, 413,
+                                                414, 431, 499, 500, 501, 502, 503, 504};
 constexpr std::size_t status_slots = status_codes.size() + 1;
 
 std::size_t status_slot(unsigned status) {
@@ -19,13 +19,24 @@ std::size_t status_slot(unsigned status) {
   return status_codes.size();
 }
 
+// The request methods named in metrics (OpenTelemetry's list); any other is "_OTHER".
+constexpr std::array<std::string_view, 10> methods{"GET",     "HEAD",  "POST",  "PUT",   "DELETE",
+                                                   "CONNECT", "OPTIONS", "TRACE", "PATCH", "_OTHER"};
+
+std::size_t method_slot(std::string_view method) {
+  for (std::size_t i = 0; i + 1 < methods.size(); ++i) {
+    if (methods[i] == method) return i;
+  }
+  return methods.size() - 1;
+}
+
 constexpr std::array<call_outcome, 5> outcomes{call_outcome::ok, call_outcome::timeout, call_outcome::error,
                                                call_outcome::cancelled, call_outcome::rejected};
 
 }  // namespace
 
 worker_metrics::worker_metrics(const gateway_config& config)
-    : request_duration_((config.routes.size() + 1) * status_slots),
+    : request_duration_((config.routes.size() + 1) * methods.size() * status_slots),
       call_duration_(config.downstreams.size() * outcome_count),
       degraded_(config.routes.size()) {
   std::size_t calls = 0;
@@ -36,8 +47,9 @@ worker_metrics::worker_metrics(const gateway_config& config)
   fallbacks_ = std::vector<counter>(calls);
 }
 
-void worker_metrics::request_done(int route, unsigned status, clock::duration elapsed) {
-  const auto row = static_cast<std::size_t>(route + 1);
+void worker_metrics::request_done(int route, std::string_view method, unsigned status,
+                                  clock::duration elapsed) {
+  const auto row = static_cast<std::size_t>(route + 1) * methods.size() + method_slot(method);
   request_duration_[row * status_slots + status_slot(status)].observe(elapsed);
 }
 
@@ -59,16 +71,17 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
 
   out.family("http_server_request_duration_seconds", "histogram",
              "Duration of inbound HTTP requests, from the request head to the response written.");
-  for (std::size_t row = 0; row <= config_.routes.size(); ++row) {
-    const bool matched = row > 0;
-    const std::string_view route = matched ? std::string_view(config_.routes[row - 1].path) : "unmatched";
-    const std::string_view method = matched ? std::string_view(config_.routes[row - 1].method) : "_OTHER";
-    for (std::size_t slot = 0; slot < status_slots; ++slot) {
-      const auto h = sum_histograms(&worker_metrics::request_duration_, row * status_slots + slot);
-      if (h.count() == 0) continue;
-      const std::string code = slot < status_codes.size() ? std::to_string(status_codes[slot]) : "other";
-      out.histogram_sample("http_server_request_duration_seconds",
-                           {{"route", route}, {"method", method}, {"status_code", code}}, h);
+  for (std::size_t r = 0; r <= config_.routes.size(); ++r) {
+    const std::string_view route = r > 0 ? std::string_view(config_.routes[r - 1].path) : "unmatched";
+    for (std::size_t m = 0; m < methods.size(); ++m) {
+      const std::size_t row = r * methods.size() + m;
+      for (std::size_t slot = 0; slot < status_slots; ++slot) {
+        const auto h = sum_histograms(&worker_metrics::request_duration_, row * status_slots + slot);
+        if (h.count() == 0) continue;
+        const std::string code = slot < status_codes.size() ? std::to_string(status_codes[slot]) : "other";
+        out.histogram_sample("http_server_request_duration_seconds",
+                             {{"route", route}, {"method", methods[m]}, {"status_code", code}}, h);
+      }
     }
   }
   out.family("http_server_active_requests", "gauge", "Inbound requests being handled.");
@@ -126,6 +139,9 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.family("gateway_shed_requests_total", "counter", "Requests refused with 503 to protect the gateway.");
   out.sample("gateway_shed_requests_total", {{"reason", "max_inflight"}}, static_cast<double>(shed[0]));
   out.sample("gateway_shed_requests_total", {{"reason", "max_connections"}}, static_cast<double>(shed[1]));
+  out.sample("gateway_shed_requests_total", {{"reason", "max_connections_per_client"}},
+             static_cast<double>(shed[2]));
+  out.sample("gateway_shed_requests_total", {{"reason", "memory_budget"}}, static_cast<double>(shed[3]));
   out.family("gateway_coroutines_active", "gauge",
              "Coroutines alive: one per connection plus one per call in flight.");
   out.sample("gateway_coroutines_active", {}, static_cast<double>(coroutines));

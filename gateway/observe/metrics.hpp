@@ -12,20 +12,27 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gateway {
 
 class prometheus_writer;
 
-enum class shed_reason : std::uint8_t { max_inflight, max_connections, count };
+enum class shed_reason : std::uint8_t {
+  max_inflight,
+  max_connections,
+  max_connections_per_client,
+  memory_budget,
+  count
+};
 
 class worker_metrics {
  public:
   worker_metrics(const gateway_config& config);
 
-  // route: index into config.routes, or -1 when no route matched.
-  void request_done(int route, unsigned status, clock::duration elapsed);
+  // route: index into config.routes, or -1 when no route matched; method as received.
+  void request_done(int route, std::string_view method, unsigned status, clock::duration elapsed);
   void call_done(std::size_t downstream, call_outcome outcome, clock::duration latency) {
     call_duration_[downstream * outcome_count + static_cast<std::size_t>(outcome)].observe(latency);
   }
@@ -43,7 +50,7 @@ class worker_metrics {
   using counter = std::atomic<std::uint64_t>;
   static void bump(counter& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-  std::vector<histogram> request_duration_;  // [(route + 1) * status_slots + slot]
+  std::vector<histogram> request_duration_;  // [((route + 1) * methods + method) * status_slots + slot]
   std::vector<histogram> call_duration_;     // [downstream * outcome_count + outcome]
   std::vector<counter> degraded_;            // per route
   std::vector<counter> fallbacks_;           // per route call, flattened

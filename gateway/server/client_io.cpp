@@ -31,7 +31,9 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
                                                clock::duration header_timeout,
                                                const std::function<void()>& on_first_byte,
                                                net::yield_context yield) {
-  parser.eager(true);
+  // The head only: no route takes a request body, so a request with one ends the read (body_limit) as
+  // soon as its head is parsed, before any of the body is (Beast's chunk parser is never reached).
+  parser.eager(false);
   bool started = buffer_.size() > 0;  // a pipelined request is already arriving
   auto until = idle_until;
   if (started) {
@@ -44,6 +46,7 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       buffer_.consume(parser.put(buffer_.data(), ec));
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
+      if (parser.is_header_done()) return {false, http::error::body_limit};
     }
     // Nothing was waiting at the last look (after the previous request, or a peek): no read until epoll
     // reports something; the client cannot have sent its next request before it had this answer.
@@ -114,7 +117,7 @@ void client_io::arm_timer() {
     self.timer_set_ = false;
     if (self.mode_ != mode::waiting) return;  // a request is being handled; the next wait sets it again
     if (clock::now() < self.wait_until_) return self.arm_timer();
-    self.wake_.notify();  // timed out
+    self.wake_.resume_now();  // timed out; last: the connection may end (the handler holds only `alive`)
   });
 }
 
@@ -131,7 +134,7 @@ void client_io::on_readable(const error_code& ec) {
     readiness_.wait(*this);
   }
   if (mode_ == mode::waiting) {
-    wake_.notify();  // last: the resumed coroutine may end the connection
+    wake_.resume_now();  // last, in a completion: the resumed coroutine may end the connection
   } else if (mode_ == mode::watching && !ec) {
     check_peer();
   }

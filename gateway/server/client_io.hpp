@@ -6,7 +6,8 @@
 // watch serves in turn as the wait for the next request and, while a request is handled, as the watch for the
 // client going away.
 //
-// read_request() reads and parses a request under the idle timeout (until the first byte) and the
+// read_request() reads and parses a request (its head: a request with a body fails with body_limit once
+// its head is parsed, the body unread) under the idle timeout (until the first byte) and the
 // header timeout (for the rest); send() writes an answer, and only what the socket does not take at once
 // is written asynchronously, under the write timeout. watch_peer() / stop_watch() bracket the handling of a
 // request: the client closing (end of stream, reset) calls `on_close` once; bytes (a pipelined request) end

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <new>
 #include <random>
 
 namespace gateway {
@@ -91,6 +92,19 @@ request_handler::request_handler(const gateway_config& config, std::vector<std::
       deadlines_(std::move(deadlines)),
       metrics_(metrics) {}
 
+outbound_response request_handler::refuse_body(std::string_view method, std::string_view target) const {
+  const auto found = router_.find(method, target);
+  if (found.status == 404) return error_response(404, "no route for this path", make_request_id({}));
+  if (found.status == 405) {
+    auto r = error_response(405, "method not allowed", make_request_id({}));
+    r.allow = found.allow;
+    return r;
+  }
+  auto r = error_response(413, "this route takes no request body", make_request_id({}));
+  r.route = static_cast<int>(found.index);
+  return r;
+}
+
 int request_handler::route_index(std::string_view method, std::string_view target) const {
   const auto found = router_.find(method, target);
   return found.status == 200 ? static_cast<int>(found.index) : -1;
@@ -116,10 +130,12 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
       return r;
     }
 
-    // The caller's budget can only shorten ours.
+    // The caller's budget can only shorten ours. A value at or above the route's deadline changes
+    // nothing, and is never converted (a huge one would overflow the clock's count).
     auto deadline = request.received + route.deadline;
+    const auto route_ms = std::chrono::ceil<milliseconds>(route.deadline).count();
     for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
-      if (auto ms = header_millis(header))
+      if (auto ms = header_millis(header); ms && *ms < route_ms)
         deadline = std::min(deadline, request.received + milliseconds(*ms));
     }
 
@@ -142,6 +158,16 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     auto results = calls.run(fr, yield);
     control.detach();
 
+    for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (!route.calls[i].required || results[i].ok()) continue;
+      // An error answer has no entries: no fallback was served, nothing was degraded.
+      const bool timed_out = results[i].outcome == call_outcome::timeout;
+      auto r = error_response(timed_out ? 504 : 502,
+                              "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
+                              std::move(request_id));
+      r.route = route_index;
+      return r;
+    }
     if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
       bool degraded = false;
       for (std::size_t i = 0; i < route.calls.size(); ++i) {
@@ -150,15 +176,6 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
         metrics.fallback(found.index, i);
       }
       if (degraded) metrics.degraded_response(found.index);
-    }
-    for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (!route.calls[i].required || results[i].ok()) continue;
-      const bool timed_out = results[i].outcome == call_outcome::timeout;
-      auto r = error_response(timed_out ? 504 : 502,
-                              "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
-                              std::move(request_id));
-      r.route = route_index;
-      return r;
     }
     auto merged = merge_results(route, results);
     for (auto& result : results) spare_strings::give(std::move(result.body.text));
@@ -169,6 +186,12 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     r.degraded = std::move(merged.degraded);
     r.request_id = std::move(request_id);
     return r;
+  } catch (const std::bad_alloc&) {
+    // Out of memory or of stack mappings while starting calls (the fan-out has joined those it
+    // started): this request is shed, the process lives.
+    control.detach();
+    spdlog::warn("request {} shed: out of memory while starting its calls", request_id);
+    return error_response(503, "overloaded: out of resources", std::move(request_id));
   } catch (const std::exception& e) {
     control.detach();
     spdlog::error("request {} failed: {}", request_id, e.what());

@@ -59,6 +59,9 @@ class request_handler {
 
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
+  // The answer to a request that came with a body, which no route takes: 404 or 405 as for any request
+  // to that path and method, else 413.
+  outbound_response refuse_body(std::string_view method, std::string_view target) const;
   // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
   int route_index(std::string_view method, std::string_view target) const;
 

@@ -2,9 +2,27 @@
 
 #include "gateway/config/param_pattern.hpp"
 
+#include <algorithm>
+
 namespace gateway {
 
 std::string_view target_path(std::string_view target) {
+  // The absolute form ("http://host/path?q", RFC 9112 3.2.2), which a server must accept: its path.
+  if (!target.empty() && target.front() != '/') {
+    const auto scheme_end = target.find("://");
+    const auto scheme = target.substr(0, scheme_end);
+    const bool valid_scheme =
+        scheme_end != std::string_view::npos && !scheme.empty() &&
+        std::all_of(scheme.begin(), scheme.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+                 c == '-' || c == '.';
+        });
+    if (valid_scheme) {
+      // The authority ends at the first '/', '?' or '#'; the path starts at a '/' only.
+      const auto end = target.find_first_of("/?#", scheme_end + 3);
+      target = end != std::string_view::npos && target[end] == '/' ? target.substr(end) : std::string_view("/");
+    }
+  }
   return target.substr(0, target.find('?'));
 }
 
@@ -18,7 +36,8 @@ route_lookup router::find(std::string_view method, std::string_view target) cons
   const auto path = target_path(target);
   for (std::size_t i = 0; i < routes_.size(); ++i) {
     if (routes_[i].path != path) continue;
-    if (routes_[i].method == method) {
+    // HEAD is GET without the content (RFC 9110 9.3.2): a GET route answers it too.
+    if (routes_[i].method == method || (method == "HEAD" && routes_[i].method == "GET")) {
       result.status = 200;
       result.index = i;
       return result;
@@ -26,6 +45,7 @@ route_lookup router::find(std::string_view method, std::string_view target) cons
     result.status = 405;
     if (!result.allow.empty()) result.allow += ", ";
     result.allow += routes_[i].method;
+    if (routes_[i].method == "GET") result.allow += ", HEAD";
   }
   return result;
 }

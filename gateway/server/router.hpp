@@ -19,7 +19,7 @@ struct route_lookup {
 class router {
  public:
   explicit router(const std::vector<route_settings>& routes) : routes_(routes) {}
-  // `target` is the request-target (path plus optional query).
+  // `target` is the request-target (path plus optional query). A GET route also takes HEAD.
   route_lookup find(std::string_view method, std::string_view target) const;
 
  private:

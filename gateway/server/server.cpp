@@ -3,6 +3,7 @@
 #include "gateway/config/config_json.hpp"
 #include "gateway/core/deadline_queue.hpp"
 #include "gateway/core/io_thread.hpp"
+#include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/core/usable_cpus.hpp"
 #include "gateway/downstream/host_resolver.hpp"
@@ -12,6 +13,7 @@
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/prometheus.hpp"
 #include "gateway/server/admin.hpp"
+#include "gateway/server/client_slots.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session.hpp"
 #include "gateway/sql/postgres_downstream.hpp"
@@ -23,6 +25,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,6 +71,20 @@ struct accepted_fd {
   }
 };
 
+// A client's address as the key of its connection count (IPv4 as IPv4-mapped IPv6).
+client_slots::address address_key(const sockaddr_storage& peer) {
+  client_slots::address a{};
+  if (peer.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(peer);
+    std::memcpy(a.data(), &in6.sin6_addr, 16);
+  } else if (peer.ss_family == AF_INET) {
+    const auto& in4 = reinterpret_cast<const sockaddr_in&>(peer);
+    a[10] = a[11] = 0xff;
+    std::memcpy(a.data() + 12, &in4.sin_addr, 4);
+  }
+  return a;
+}
+
 // The answer to a connection beyond limits.max_connections, written without waiting.
 const std::string overloaded_response = [] {
   const std::string body = R"({"error":"overloaded: too many connections"})";
@@ -90,6 +107,7 @@ struct server::impl {
   net::ip::tcp protocol = net::ip::tcp::v4();  // the listener's
   std::unique_ptr<admin_server> admin;
   server_state state;
+  client_slots per_client;  // limits.max_connections_per_client
   std::atomic<bool> started{false};   // the listener is accepting
   std::atomic<bool> draining{false};  // SIGTERM received
   std::atomic<bool> stopping{false};
@@ -108,7 +126,10 @@ struct server::impl {
     error_code ec;
     acceptor->non_blocking(true, ec);
     while (!stopping && !state.closing && acceptor->is_open()) {
-      const int fd = ::accept4(acceptor->native_handle(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t peer_size = sizeof peer;
+      const int fd = ::accept4(acceptor->native_handle(), reinterpret_cast<sockaddr*>(&peer), &peer_size,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         const int err = errno;
         if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;  // that client is gone: next
@@ -127,46 +148,77 @@ struct server::impl {
         return;
       }
       if (state.connections.load(std::memory_order_relaxed) >= config.limits.max_connections) {
-        metrics->worker(0).shed(shed_reason::max_connections);
-        [[maybe_unused]] const auto sent =
-            ::send(fd, overloaded_response.data(), overloaded_response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        ::shutdown(fd, SHUT_RDWR);
-        ::close(fd);
+        refuse(fd, shed_reason::max_connections);
+        continue;
+      }
+      const auto client = address_key(peer);
+      if (!per_client.take(client)) {
+        refuse(fd, shed_reason::max_connections_per_client);
         continue;
       }
       state.connections.fetch_add(1, std::memory_order_relaxed);
       const std::size_t index = next_worker;
       next_worker = (next_worker + 1) % workers.size();
-      net::spawn(
-          workers[index]->ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
-          [this, index, owned = accepted_fd(fd)](net::yield_context session_yield) mutable {
-            session_context ctx{
-                handler.get(), &config, &workers[index]->sessions, &state, &metrics->worker(index),
-                log.get(),     index};
-            net::ip::tcp::socket socket(workers[index]->ioc);
-            error_code assign_ec;
-            socket.assign(protocol, owned.fd, assign_ec);
-            if (assign_ec) {
-              spdlog::warn("cannot register an accepted connection: {}", assign_ec.message());
-              state.connections.fetch_sub(1, std::memory_order_relaxed);
-              return;  // `owned` closes it
-            }
-            owned.fd = -1;  // the socket owns it now
-            run_session(std::move(socket), ctx, session_yield);
-          },
-          [](std::exception_ptr e) {
-            if (!e) return;
-            try {
-              std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-              spdlog::error("connection ended with an exception: {}", ex.what());
-            }
-          });
+      try {
+        spawn_session(index, fd, client);
+      } catch (const std::exception& e) {
+        // No memory or no stack mapping for one more connection: that client is refused, the gateway
+        // goes on (its descriptor was closed with the coroutine's function object).
+        state.connections.fetch_sub(1, std::memory_order_relaxed);
+        per_client.give(client);
+        spdlog::warn("cannot start a connection: {}", e.what());
+        metrics->worker(0).shed(shed_reason::max_connections);
+      }
       // Let what is queued on this thread run before the next accept, as one accept per wake-up would:
       // taking a whole backlog at once starts every new client's downstream connects in one burst, and a
       // downstream's SYN backlog overflows sooner (connects then wait for the SYN to be sent again).
       net::post(yield);
     }
+  }
+
+  // A connection refused at the door: a 503 written without waiting, then closed; never registered with
+  // any reactor.
+  void refuse(int fd, shed_reason why) {
+    metrics->worker(0).shed(why);
+    [[maybe_unused]] const auto sent =
+        ::send(fd, overloaded_response.data(), overloaded_response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+  }
+
+  // The connection's coroutine on I/O thread `index`. Throws when it cannot be started (the descriptor
+  // is closed then).
+  void spawn_session(std::size_t index, int fd, const client_slots::address& client) {
+    net::spawn(
+        workers[index]->ioc.get_executor(), std::allocator_arg, stack_cache(config.server.stack_bytes()),
+        [this, index, client, owned = accepted_fd(fd)](net::yield_context session_yield) mutable {
+          struct slot_release {  // gives the client's slot back however the connection ends
+            client_slots& slots;
+            const client_slots::address& address;
+            ~slot_release() { slots.give(address); }
+          } release{per_client, client};
+          session_context ctx{
+              handler.get(), &config, &workers[index]->sessions, &state, &metrics->worker(index),
+              log.get(),     index};
+          net::ip::tcp::socket socket(workers[index]->ioc);
+          error_code assign_ec;
+          socket.assign(protocol, owned.fd, assign_ec);
+          if (assign_ec) {
+            spdlog::warn("cannot register an accepted connection: {}", assign_ec.message());
+            state.connections.fetch_sub(1, std::memory_order_relaxed);
+            return;  // `owned` closes it
+          }
+          owned.fd = -1;  // the socket owns it now
+          run_session(std::move(socket), ctx, session_yield);
+        },
+        [](std::exception_ptr e) {
+          if (!e) return;
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            spdlog::error("connection ended with an exception: {}", ex.what());
+          }
+        });
   }
 
   // Every I/O thread notes the time every 100 ms and how late its timer fired: a thread that stops
@@ -245,6 +297,12 @@ struct server::impl {
   std::string render_metrics() {
     prometheus_writer out;
     metrics->render(out, state.inflight.load(std::memory_order_relaxed));
+    out.family("gateway_buffered_bytes", "gauge",
+               "Bytes of downstream answers buffered, counted against the memory budget.");
+    out.sample("gateway_buffered_bytes", {}, static_cast<double>(memory_budget::used()));
+    out.family("gateway_memory_budget_bytes", "gauge",
+               "The memory budget for buffered answers (limits.memory_budget, or derived).");
+    out.sample("gateway_memory_budget_bytes", {}, static_cast<double>(memory_budget::limit()));
     out.family("gateway_open_connections", "gauge", "Open client connections on the public listener.");
     out.sample("gateway_open_connections", {}, static_cast<double>(state.connections.load()));
     if (log) {
@@ -314,6 +372,12 @@ struct server::impl {
 server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   impl_->config = config;
   const auto& cfg = impl_->config;
+  stack_cache::set_max_cached_per_thread(cfg.server.stack_cache);
+  impl_->per_client.set_cap(cfg.limits.max_connections_per_client);
+  const auto budget =
+      cfg.limits.memory_budget != 0 ? cfg.limits.memory_budget : memory_budget::derive_default();
+  memory_budget::configure(budget);
+  spdlog::info("memory budget for buffered answers: {} MiB", budget >> 20);
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
   std::vector<net::io_context*> iocs;

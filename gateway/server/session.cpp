@@ -1,8 +1,10 @@
 #include "gateway/server/session.hpp"
 
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/memory_budget.hpp"
 #include "gateway/core/spare_strings.hpp"
 #include "gateway/server/client_io.hpp"
+#include "gateway/server/request_framing.hpp"
 
 #include <boost/beast/http/error.hpp>
 
@@ -16,6 +18,7 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 void session_registry::close_idle() {
+  walking_ = true;
   for (auto& e : entries_) {
     if (!e.idle) continue;
     int pending = 0;
@@ -23,15 +26,18 @@ void session_registry::close_idle() {
     error_code ignored;
     e.socket->cancel(ignored);
   }
+  walking_ = false;
 }
 
 void session_registry::close_all() {
+  walking_ = true;
   for (auto& e : entries_) {
     if (e.control) e.control->cancel(cancel_reason::shutdown);
     error_code ignored;
     e.socket->shutdown(net::ip::tcp::socket::shutdown_receive, ignored);
     e.socket->cancel(ignored);
   }
+  walking_ = false;
 }
 
 namespace {
@@ -69,6 +75,32 @@ std::string_view header(const http::request<http::string_body>& req, std::string
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
+// Whether the request has Transfer-Encoding fields, and their values joined as one list.
+struct transfer_codings {
+  bool present = false;
+  std::string list;
+  explicit transfer_codings(const http::request<http::string_body>& req) {
+    for (auto [it, end] = req.equal_range(http::field::transfer_encoding); it != end; ++it) {
+      if (present) list += ", ";
+      present = true;
+      list.append(it->value().data(), it->value().size());
+    }
+  }
+};
+
+// The answer owed to a request whose transfer codings cannot be framed (status 0 when they can). Beast
+// frames only chunked; whatever it made of another coding, the bytes after the head must not be read as a
+// request of their own: the caller answers and closes.
+outbound_response framing_refusal(const http::request<http::string_body>& req) {
+  outbound_response r;
+  const transfer_codings codings(req);
+  r.status = transfer_coding_status(codings.present, codings.list);
+  if (r.status == 0) return r;
+  r.body = error_body(r.status == 400 ? "transfer coding not chunked: request length unknown"
+                                      : "transfer coding not implemented");
+  return r;
+}
+
 std::string client_address(const net::ip::tcp::socket& socket) {
   error_code ec;
   const auto ep = socket.remote_endpoint(ec);
@@ -99,13 +131,13 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
   const std::string client = ctx.log ? client_address(socket) : std::string();
-  client_io io(socket, limits.max_header_bytes + limits.max_body_bytes + 4096);
+  client_io io(socket, limits.max_header_bytes + 4096);  // a head and what is pipelined behind it
   request_control control;
   session_registry::membership listed(*ctx.registry, {&socket, &control});
 
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started) {
     const auto elapsed = clock::now() - started;
-    ctx.metrics->request_done(r.route, r.status, elapsed);
+    ctx.metrics->request_done(r.route, method, r.status, elapsed);
     if (!ctx.log) return;
     access_entry e;
     e.time = std::chrono::system_clock::now();
@@ -120,56 +152,87 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     e.client = client;
     ctx.log->write(e);
   };
-  auto send = [&](const outbound_response& r, bool keep_alive) {
-    return io.send(response_head(r, keep_alive), r.body, limits.write_timeout, yield);
+  // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
+  auto send = [&](const outbound_response& r, bool keep_alive, bool head_only = false) {
+    return io.send(response_head(r, keep_alive), head_only ? std::string_view() : std::string_view(r.body),
+                   limits.write_timeout, yield);
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
+  bool first_request = true;
 
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
+    // No route takes a request body: any body is refused before it is read (it would be buffered for
+    // nothing). limits.max_body_bytes stays the cap for routes that will take one.
+    parser.body_limit(0);
     listed.set_idle(!io.buffered());
-    const auto idle = ctx.state->closing ? std::min<clock::duration>(limits.idle_timeout, drain_idle_grace)
-                                         : clock::duration(limits.idle_timeout);
+    // A new connection's first request must start within header_timeout of the accept: a client that
+    // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
+    auto idle = first_request ? std::min<clock::duration>(limits.idle_timeout, limits.header_timeout)
+                              : clock::duration(limits.idle_timeout);
+    if (ctx.state->closing) idle = std::min<clock::duration>(idle, drain_idle_grace);
+    first_request = false;
     const auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
     const auto started = clock::now();
+    if (!read.ok && read.ec == http::error::body_limit && control.reason() == cancel_reason::none) {
+      // A body where the route takes none (no route takes one today): answered from the head alone
+      // (a framing error, else 404, 405 or 413), and the connection closed without reading the body.
+      const auto& req = parser.get();
+      const std::string_view method(req.method_string().data(), req.method_string().size());
+      auto r = framing_refusal(req);
+      if (r.status == 0)
+        r = ctx.handler->refuse_body(method, std::string_view(req.target().data(), req.target().size()));
+      send(r, false, method == "HEAD");
+      finish(r, method, started);
+      break;
+    }
     if (!read.ok) {
       const auto error_status = status_for_read_error(read.ec);
       if (error_status != 0 && control.reason() == cancel_reason::none) {
         outbound_response r;
         r.status = error_status;
         r.body = error_body(error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status));
-        send(r, false);
+        send(r, false, parser.get().method() == http::verb::head);
         finish(r, "-", started);
       }
       break;
     }
     const auto& req = parser.get();  // its strings live in the parser, not in the read buffer
+    const std::string_view method(req.method_string().data(), req.method_string().size());
+    if (auto r = framing_refusal(req); r.status != 0) {
+      send(r, false, method == "HEAD");
+      finish(r, method, started);
+      break;
+    }
     // Nothing pipelined behind this request: free the read buffer while the request runs and the
     // connection then idles (a few hundred bytes to allocate again for the next request).
     io.release_buffer();
     inbound_request in;
     in.received = started;
-    in.method = std::string_view(req.method_string().data(), req.method_string().size());
+    in.method = method;
+    const bool head_only = method == "HEAD";
     in.target = std::string_view(req.target().data(), req.target().size());
     in.request_id = header(req, "X-Request-Id");
     in.traceparent = header(req, "traceparent");
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
 
-    // Load shedding: beyond max_inflight, answer at once without starting any downstream call.
-    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight) {
+    // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, answer at
+    // once without starting any downstream call.
+    const bool over_budget = memory_budget::exhausted();
+    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight || over_budget) {
       ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-      ctx.metrics->shed(shed_reason::max_inflight);
+      ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
       outbound_response r;
       r.route = ctx.handler->route_index(in.method, in.target);
       r.status = 503;
-      r.body = error_body("overloaded: too many requests in flight");
+      r.body = error_body(over_budget ? "overloaded: memory budget exhausted"
+                                      : "overloaded: too many requests in flight");
       r.request_id = make_request_id(in.request_id);
       const bool keep_alive = req.keep_alive() && !ctx.state->closing;
-      const bool written = send(r, keep_alive);
+      const bool written = send(r, keep_alive, head_only);
       finish(r, in.method, started);
       if (!written || !keep_alive) break;
       continue;
@@ -188,9 +251,11 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       break;
     }
 
-    const bool keep_alive =
-        req.keep_alive() && control.reason() == cancel_reason::none && !ctx.state->closing;
-    const bool written = send(response, keep_alive);
+    // An HTTP/1.0 request with Transfer-Encoding has faulty framing: answered, then closed (RFC 9112 6.1).
+    const bool keep_alive = req.keep_alive() && control.reason() == cancel_reason::none &&
+                            !ctx.state->closing &&
+                            !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
+    const bool written = send(response, keep_alive, head_only);
     finish(response, in.method, started);
     spare_strings::give(std::move(response.body));  // sent: its buffer serves a later body
     if (!written || !keep_alive) break;

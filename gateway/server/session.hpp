@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <atomic>
+#include <cassert>
 #include <list>
 
 namespace gateway {
@@ -31,7 +32,10 @@ class session_registry {
     membership(session_registry& r, entry e) : registry_(r), it_(r.entries_.insert(r.entries_.end(), e)) {}
     membership(const membership&) = delete;
     membership& operator=(const membership&) = delete;
-    ~membership() { registry_.entries_.erase(it_); }
+    ~membership() {
+      assert(!registry_.walking_ && "a connection ended inside the registry's own loop");
+      registry_.entries_.erase(it_);
+    }
     void set_idle(bool idle) { it_->idle = idle; }
 
    private:
@@ -39,13 +43,15 @@ class session_registry {
     std::list<entry>::iterator it_;
   };
 
-  // Cancels every request and closes every connection (shutdown).
+  // Cancels every request and closes every connection (shutdown). Neither loop resumes a connection's
+  // coroutine (cancels and socket cancels complete later, from the queue), so no entry ends under them.
   void close_all();
   // Closes the connections waiting for a request, unless a request has already started to arrive.
   void close_idle();
 
  private:
   std::list<entry> entries_;
+  bool walking_ = false;  // inside close_all() / close_idle()
 };
 
 // What all connections share, across I/O threads.

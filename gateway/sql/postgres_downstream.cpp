@@ -84,6 +84,35 @@ bool flush_blocking(PGconn* conn, clock::time_point deadline) {
   }
 }
 
+// A JSON column nests at most this deep: parse_json_object accepts 64 levels, and the row's own object is
+// the first of them.
+constexpr int max_value_depth = 63;
+
+// Whether the JSON text nests arrays and objects at most `limit` deep. A flat scan that counts brackets
+// outside strings (the syntax is checked later): it runs before anything that recurses once per level of
+// the document, such as printing it, on the call's small coroutine stack.
+bool nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 template <class T>
 bool parse_number(std::string_view text, T& out) {
   const auto* end = text.data() + text.size();
@@ -91,8 +120,9 @@ bool parse_number(std::string_view text, T& out) {
   return ec == std::errc() && ptr == end;
 }
 
-// One row of a text-format result as a JSON object; false when its values exceed `limit` bytes.
-bool row_to_json(const PGresult* res, int row, std::size_t limit, nlohmann::json& out) {
+// One row of a text-format result as a JSON object. Returns why it cannot be one (its values exceed
+// `limit` bytes, or a JSON value nests too deep), or nullptr.
+const char* row_to_json(const PGresult* res, int row, std::size_t limit, nlohmann::json& out) {
   out = nlohmann::json::object();
   std::size_t bytes = 0;
   const int columns = PQnfields(res);
@@ -105,7 +135,7 @@ bool row_to_json(const PGresult* res, int row, std::size_t limit, nlohmann::json
     const std::string_view text(PQgetvalue(res, row, col),
                                 static_cast<std::size_t>(PQgetlength(res, row, col)));
     bytes += text.size();
-    if (bytes > limit) return false;
+    if (bytes > limit) return "row too large";
     switch (PQftype(res, col)) {
       case oid_bool:
         value = text == "t";
@@ -145,6 +175,7 @@ bool row_to_json(const PGresult* res, int row, std::size_t limit, nlohmann::json
       }
       case oid_json:
       case oid_jsonb: {
+        if (!nesting_within(text, max_value_depth)) return "value nested too deep";
         auto parsed = nlohmann::json::parse(text, nullptr, false);
         if (!parsed.is_discarded()) {
           value = std::move(parsed);
@@ -157,7 +188,7 @@ bool row_to_json(const PGresult* res, int row, std::size_t limit, nlohmann::json
     }
     value = std::string(text);
   }
-  return true;
+  return nullptr;
 }
 
 enum class wait_result { ready, cancelled, failed };
@@ -284,21 +315,33 @@ call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::op
     out.body = {};
     return std::move(out);
   };
-  auto cancelled = [&] {
-    // The server may still be running the query: the maintenance thread cancels it there and returns
-    // the connection (and the permit) once it is clean.
+  // The server may still be running the query: the maintenance thread cancels it there and returns the
+  // connection (and the permit) once it is clean.
+  auto cancel_on_server = [&] {
     stats_.server_cancels.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
       cleanups_.push_back({slot, std::move(permit)});
     }
     wake_.notify_one();
+  };
+  auto cancelled = [&] {
+    cancel_on_server();
     out.outcome = call_outcome::cancelled;
     out.detail = "query cancelled";
     out.body = {};
     return std::move(out);
   };
 
+  // Text parameters go to libpq as C strings (it ignores their lengths), so a NUL would cut the value
+  // short, and PostgreSQL text cannot hold one anyway: the call fails instead.
+  for (const auto& v : values) {
+    if (v && v->find('\0') != std::string::npos) {
+      slots_.put_idle(slot);
+      out.detail = "parameter contains NUL";
+      return out;
+    }
+  }
   std::vector<const char*> pointers;
   std::vector<int> lengths;
   for (const auto& v : values) {
@@ -309,7 +352,7 @@ call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::op
                            lengths.data(), nullptr, 0)) {
     return broken("database connection lost");
   }
-  PQsetSingleRowMode(c.conn);  // rows arrive one by one: only the first is kept
+  PQsetSingleRowMode(c.conn);  // rows arrive one by one: the first is all the call needs
   for (;;) {
     const int rc = PQflush(c.conn);
     if (rc == 0) break;
@@ -319,9 +362,10 @@ call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::op
     if (w == wait_result::failed) return broken("database connection lost");
   }
 
+  // Up to the first row, or to the end of a query that has none.
   bool have_row = false;
   const char* failure = nullptr;
-  for (;;) {
+  while (!have_row) {
     while (PQisBusy(c.conn)) {
       const auto w = wait_socket(c.conn, false, request.cancel, yield);
       if (w == wait_result::cancelled) return cancelled();
@@ -331,13 +375,13 @@ call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::op
     if (res == nullptr) break;
     switch (PQresultStatus(res)) {
       case PGRES_SINGLE_TUPLE:
-        if (!have_row && !failure) {
+        if (!failure) {
           have_row = true;
           nlohmann::json row;
-          if (row_to_json(res, 0, settings_.max_response_bytes, row)) {
+          failure = row_to_json(res, 0, settings_.max_response_bytes, row);
+          if (!failure) {
             out.body = json_object_from(row);
-          } else {
-            failure = "row too large";
+            if (out.body.text.empty()) failure = "row not representable";  // not expected: checked above
           }
         }
         break;
@@ -352,10 +396,31 @@ call_result postgres_downstream::run_query(std::size_t slot, std::vector<std::op
     }
     PQclear(res);
   }
+  if (failure) out.body = {};
+
+  // The rows after the first are not wanted. Those libpq has already read are skipped (its input buffer is
+  // small: a short result ends here, nothing more is read from the socket); if the query has not ended by
+  // then, the rest is not read on this thread but cancelled on the server, as at the deadline.
+  if (have_row) {
+    bool ended = false;
+    while (!ended && !PQisBusy(c.conn)) {
+      PGresult* res = PQgetResult(c.conn);
+      ended = res == nullptr;
+      PQclear(res);
+    }
+    if (!ended) {
+      cancel_on_server();
+      if (failure) {
+        out.detail = failure;
+      } else {
+        out.outcome = call_outcome::ok;
+      }
+      return out;
+    }
+  }
   if (PQstatus(c.conn) != CONNECTION_OK) return broken("database connection lost");
   slots_.put_idle(slot);
   if (failure) {
-    out.body = {};
     out.detail = failure;
   } else if (!have_row) {
     out.detail = "no row";

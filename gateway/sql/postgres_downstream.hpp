@@ -5,8 +5,10 @@
 // on one maintenance thread per downstream.
 // At the call's deadline the coroutine returns at once; the connection, still holding its permit, goes
 // to the maintenance thread, which cancels the query on the server and returns the connection to the
-// pool only once it is clean again (or closes it). Broken connections are replaced in the background
-// with backoff; the pool is filled before the gateway starts serving when the server is up.
+// pool only once it is clean again (or closes it). A query still sending rows after its first one, the
+// only one a call uses, goes the same way once that row is in: the rest is cancelled, not read. Broken
+// connections are replaced in the background with backoff; the pool is filled before the gateway starts
+// serving when the server is up.
 
 #include "gateway/sql/sql_downstream.hpp"
 

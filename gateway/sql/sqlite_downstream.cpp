@@ -147,6 +147,8 @@ call_result sqlite_downstream::run_query(std::size_t slot, std::vector<std::opti
   {
     std::optional<cancel_source::scoped_hook> hook;
     if (request.cancel) {
+      // Deferred: the canceller (a fan-out's or a session registry's loop) goes on after this hook, and
+      // resuming here would let this call, and then its whole request, end under it.
       hook.emplace(*request.cancel, [this, j] {
         interrupt(*j);
         j->wake.notify();
@@ -268,7 +270,7 @@ void sqlite_downstream::execute(const std::shared_ptr<job>& j) {
   j->permit.release();
   net::post(j->executor, [j] {
     j->done = true;
-    j->wake.notify();
+    j->wake.resume_now();  // last: the handler holds `j`, and touches nothing after
   });
 }
 

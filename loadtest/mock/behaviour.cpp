@@ -6,7 +6,7 @@
 namespace mock {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, mode>, 10> modes = {{
+constexpr std::array<std::pair<std::string_view, mode>, 12> modes = {{
     {"ok", mode::ok},
     {"hang", mode::hang},
     {"fail", mode::fail},
@@ -17,6 +17,8 @@ constexpr std::array<std::pair<std::string_view, mode>, 10> modes = {{
     {"drip", mode::drip},
     {"slowheaders", mode::slowheaders},
     {"chunked", mode::chunked},
+    {"interim", mode::interim},
+    {"gzipchunked", mode::gzipchunked},
 }};
 
 }  // namespace
@@ -29,7 +31,7 @@ std::optional<mode> parse_mode(std::string_view text) {
 }
 
 std::string_view mode_names() {
-  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked";
+  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked|interim|gzipchunked";
 }
 
 bool is_valid_path_name(std::string_view name) {

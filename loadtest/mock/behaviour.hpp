@@ -20,6 +20,8 @@ enum class mode {
   drip,         // 200 head at once, then the body one byte per second
   slowheaders,  // status line at once, then the rest of the head one byte per second
   chunked,      // 200 like ok, in chunked transfer encoding, with the header fields of a real service
+  interim,      // 103 Early Hints at once, then (after the delay) 200 like ok
+  gzipchunked,  // 200 like chunked, but labelled "Transfer-Encoding: gzip, chunked" (the body is not gzip)
 };
 
 struct behaviour {

@@ -99,6 +99,10 @@ class session {
       if (!pause(hang_limit)) registry_.count_cancelled(act.ticket);
       return false;
     }
+    if (how.how == mode::interim &&
+        !sent(act, write("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"))) {
+      return false;
+    }
     if (!pause(how.delay)) {
       registry_.count_cancelled(act.ticket);
       return false;
@@ -117,7 +121,9 @@ class session {
       case mode::slowheaders:
         return slow_headers(act, keep_alive);
       case mode::chunked:
-        return chunked(act, keep_alive);
+        return chunked(act, keep_alive, "chunked");
+      case mode::gzipchunked:
+        return chunked(act, keep_alive, "gzip, chunked");
       case mode::fail:
         body = fail_body;
         break;
@@ -132,6 +138,7 @@ class session {
         break;
       case mode::ok:
       case mode::hang:
+      case mode::interim:
         body_.clear();
         append_ok_body(body_, act.name, act.sku);
         body = body_;
@@ -154,8 +161,9 @@ class session {
     return finish(keep_alive);
   }
 
-  // The ok body in two chunks (the first with an extension), after the header fields a real service sends.
-  bool chunked(const request_action& act, bool keep_alive) {
+  // The ok body in two chunks (the first with an extension), after the header fields a real service sends,
+// labelled with the transfer coding `coding`.
+  bool chunked(const request_action& act, bool keep_alive, std::string_view coding) {
     body_.clear();
     append_ok_body(body_, act.name, act.sku);
     const std::string_view body = body_;
@@ -168,7 +176,9 @@ class session {
     head_ =
         "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nServer: mock-downstream\r\n"
         "Content-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\n"
-        "Vary: Accept-Encoding\r\nX-Request-Id: mock\r\nTransfer-Encoding: chunked\r\n";
+        "Vary: Accept-Encoding\r\nX-Request-Id: mock\r\nTransfer-Encoding: ";
+    head_ += coding;
+    head_ += "\r\n";
     head_ += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
     head_ += chunk_size(half) + ";part=1\r\n";
     head_ += body.substr(0, half);

@@ -152,3 +152,29 @@ TEST_CASE("gateway --version and --help answer and exit 0", "[cli]") {
   CHECK((help.out + help.err).find("--config") != std::string::npos);
   CHECK((help.out + help.err).find("--check") != std::string::npos);
 }
+
+TEST_CASE("gateway --check on a missing file says why and exits 2", "[cli]") {
+  temp_dir dir;
+  auto missing = dir.file("missing.yaml");
+  auto result = run_command({GATEWAY_BIN, "--check", missing}, 10s);
+  INFO("stdout: " << result.out << "\nstderr: " << result.err);
+  CHECK(result.status.exited);
+  CHECK(result.status.code == 2);
+  CHECK(result.err.find(missing + ": cannot open file: No such file or directory") != std::string::npos);
+}
+
+TEST_CASE("gateway --check reports invalid UTF-8 in a fallback at its line and exits 2", "[cli]") {
+  temp_dir dir;
+  std::string yaml =
+      replace_once(seed_config{"http://127.0.0.1:9"}.yaml(), "fallback: {priceCent: -1, stock: 0}",
+                   "fallback: {priceCent: -1, stock: 0, note: \"caf\xe9\"}");
+  int line = line_of(yaml, "caf\xe9");
+  REQUIRE(line > 0);
+  auto file = dir.write("latin1.yaml", yaml);
+
+  auto [err, positions] = check_rejected(file);
+  INFO("stderr: " << err);
+  CHECK(positions.size() == 1);
+  CHECK(reported_line(positions, line));
+  CHECK(err.find("not valid UTF-8") != std::string::npos);
+}

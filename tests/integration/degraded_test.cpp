@@ -70,13 +70,13 @@ TEST_CASE("a downstream resetting the connection is degraded", "[degraded]") {
 TEST_CASE("a downstream dripping one byte a second is cut at the deadline", "[degraded][deadline]") {
   auto took = expect_only_degraded("inventory", "drip", "500ms");
   CHECK(took >= 450ms);
-  CHECK(took <= 600ms);  // deadline + 100 ms
+  CHECK(took <= 900ms);  // deadline + a margin generous enough for ASan on two busy cores
 }
 
 TEST_CASE("a downstream that never sends its headers is cut at the deadline", "[degraded][deadline]") {
   auto took = expect_only_degraded("review-summary", "slowheaders", "500ms");
   CHECK(took >= 450ms);
-  CHECK(took <= 600ms);
+  CHECK(took <= 900ms);  // deadline + a generous margin
 }
 
 TEST_CASE("a refused connection falls back at once", "[degraded]") {
@@ -92,7 +92,7 @@ TEST_CASE("a refused connection falls back at once", "[degraded]") {
   auto took = elapsed_since(start);
 
   check_offer(res, "R1", {"coupon"});
-  CHECK(took < 200ms);  // deadline is 800 ms
+  CHECK(took < 600ms);  // deadline is 800 ms
   check_clean_exit(gw);
 }
 
@@ -110,7 +110,7 @@ TEST_CASE(
     auto res = http_get(gw.port(), offer_target("N1"));
     auto took = elapsed_since(start);
     check_offer(res, "N1", {"coupon"});
-    CHECK(took < 200ms);  // deadline is 800 ms
+    CHECK(took < 600ms);  // deadline is 800 ms
   }
   auto stats = mock.stats();
   CHECK(mock.path_counter(stats, "channel-price", "requests") == 2);  // reached through "localhost"
@@ -151,7 +151,7 @@ TEST_CASE("a hung downstream: answered by the deadline, degraded, and its call c
   INFO("answered in " << took.count() << " ms");
   check_offer(res, "H1", {"logistics-eta"});
   CHECK(took >= 450ms);  // the hung call had until the deadline
-  CHECK(took <= 600ms);  // deadline + 100 ms
+  CHECK(took <= 900ms);  // deadline + a margin generous enough for ASan on two busy cores
 
   // The gateway closed the hung call's socket, so the mock sees it cancelled.
   auto stats =
@@ -194,7 +194,7 @@ TEST_CASE("a per-call timeout shorter than the deadline cuts that call early", "
 
   check_offer(res, "T1", {"coupon"});
   CHECK(took >= 140ms);
-  CHECK(took <= 300ms);  // the 800 ms deadline did not matter
+  CHECK(took < 550ms);  // cut at 150 ms: neither the 600 ms answer nor the 800 ms deadline mattered
 }
 
 TEST_CASE("modes switched at runtime: a downstream recovers and fails again", "[degraded]") {
@@ -227,6 +227,28 @@ TEST_CASE("a required call answering 500 makes the answer 502", "[degraded][requ
   check_clean_exit(gw);
 }
 
+// Once a required call has failed the answer is decided (502): the other calls are cancelled and the
+// client is answered at once, not at the deadline.
+TEST_CASE("a required call failing settles the answer at once while another call hangs",
+          "[degraded][required][deadline]") {
+  mock_downstream mock({"--delay", "20ms", "--path", "inventory=fail", "--path", "coupon=hang"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "3s";
+  cfg.required_calls = {"inventory"};
+  gateway_process gw(cfg.yaml());
+
+  auto start = steady_clock::now();
+  auto res = http_get(gw.port(), offer_target("Q4"));
+  auto took = elapsed_since(start);
+  INFO("answered in " << took.count() << " ms");
+  check_error(res, 502);
+  CHECK(took < 1500ms);  // the deadline is 3 s; failing at 20 ms must not wait for it
+  auto stats =
+      mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "coupon", "cancelled") >= 1; });
+  CHECK(mock.path_counter(stats, "coupon", "cancelled") == 1);
+  check_clean_exit(gw);
+}
+
 TEST_CASE("a required call that hangs makes the answer 504 by the deadline",
           "[degraded][required][deadline]") {
   mock_downstream mock({"--delay", "20ms", "--path", "inventory=hang"});
@@ -241,7 +263,7 @@ TEST_CASE("a required call that hangs makes the answer 504 by the deadline",
 
   check_error(res, 504);
   CHECK(took >= 450ms);
-  CHECK(took <= 600ms);
+  CHECK(took <= 900ms);  // deadline + a generous margin
   auto stats =
       mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "inventory", "cancelled") >= 1; });
   CHECK(mock.path_counter(stats, "inventory", "cancelled") == 1);

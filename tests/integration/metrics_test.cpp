@@ -232,8 +232,11 @@ TEST_CASE("/metrics counts a client that goes away mid-request as a disconnect w
     auto busy = scrape(gw);
     CHECK(total(busy, "http_server_active_requests") == 1);
   }
+  // One scrape reads the active-request gauge before the counters: a scrape taken while the request ends
+  // can show it both active and counted, so wait for both to settle.
   auto e = scrape_until(gw, [](const exposition& x) {
-    return total(x, "gateway_client_disconnects_total") >= 1 && total(x, request_count) >= 1;
+    return total(x, "gateway_client_disconnects_total") >= 1 && total(x, request_count) >= 1 &&
+           total(x, "http_server_active_requests") == 0;
   });
   CHECK(total(e, "gateway_client_disconnects_total") == 1);
   CHECK(total(e, request_count, request_labels("499")) == 1);
@@ -242,5 +245,31 @@ TEST_CASE("/metrics counts a client that goes away mid-request as a disconnect w
     INFO(call);
     CHECK(total(e, "gateway_downstream_calls_total", {{"downstream", call}, {"outcome", "cancelled"}}) == 1);
   }
+  check_clean_exit(gw);
+}
+
+// Metrics must agree with what the client got: a 502 from a failed required call served no fallback and
+// no degraded entry; 404 and 405 keep the method they were asked with (_OTHER is for unknown methods).
+TEST_CASE("/metrics agree with the answers: error answers count no fallbacks, methods keep their names",
+          "[metrics][required]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "inventory=fail"});
+  seed_config cfg{mock.url()};
+  cfg.required_calls = {"inventory"};
+  gateway_process gw(cfg.yaml());
+  http_connection conn(gw.port());
+  check_error(conn.get(offer_target("M1")), 502);
+  check_error(conn.get("/no/such/route"), 404);
+  check_error(conn.request("DELETE", offer_target("M2")), 405);
+  check_error(conn.request("BREW", "/no/such/route"), 404);
+  auto e = scrape_until(gw, [&](const exposition& x) {
+    return total(x, request_count, {{"status_code", "502"}}) >= 1 &&
+           total(x, request_count, {{"route", "unmatched"}}) >= 3;
+  });
+  CHECK(total(e, request_count, request_labels("502")) == 1);
+  CHECK(total(e, "gateway_degraded_responses_total") == 0);
+  CHECK(total(e, "gateway_fallbacks_total") == 0);
+  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "GET"}, {"status_code", "404"}}) == 1);
+  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "DELETE"}, {"status_code", "405"}}) == 1);
+  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "_OTHER"}, {"status_code", "404"}}) == 1);
   check_clean_exit(gw);
 }

@@ -1,10 +1,12 @@
 // SQL downstream on PostgreSQL (libpq) against a throwaway cluster: a call's entry is the first row as a
 // JSON object; the permit semaphore bounds the queries in flight (seen in pg_stat_activity) and its
 // waiting list is capped; a deadline cancels the query on the server; a client leaving frees its place in
-// the queue; the pool reconnects after a database restart.
+// the queue; the pool reconnects after a database restart; JSON nested too deep, a parameter holding a NUL
+// and a long result each stay bounded.
 
 #include "tests/integration/sql_support.hpp"
 #include "tests/support/postgres_server.hpp"
+#include "tests/support/prometheus_text.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -95,6 +97,18 @@ struct burst_result {
   int max_open = 0, max_sleeping = 0, samples = 0;
   std::string sampler_error;
 };
+
+// The answer of a route whose call is required: a failed call is a 502 naming its detail.
+void check_required_call_fails(std::uint16_t port, const std::string& target, const std::string& detail) {
+  auto res = timed_get(port, target);
+  INFO(target << ": " << describe(res));
+  CHECK(res.response.status == 502);
+  CHECK(res.response.body.find(detail) != std::string::npos);
+}
+
+double gateway_metric(const gateway_process& gw, const std::string& name) {
+  return total(parse_exposition(http_get(gw.admin_port(), "/metrics").body), name);
+}
 
 burst_result permit_burst(postgres_server& pg, const std::string& deadline, int requests) {
   create_offers(pg);
@@ -342,4 +356,117 @@ TEST_CASE("postgres: a client leaving while queued for a permit frees its place 
   auto a_answer = a.read_response(8s);
   INFO("A: " << a_answer.body);
   CHECK(classify(a_answer, sleep_columns) == outcome::answered);
+}
+
+TEST_CASE("postgres: a JSON column nested deeper than the gateway's limit fails the call, not the process",
+          "[sql][postgres]") {
+  postgres_server pg;
+  // The same :depth nested arrays as jsonb and as json, and a string full of brackets that nests nothing.
+  const std::string query =
+      "SELECT CAST(d AS jsonb) AS doc, CAST(d AS json) AS raw, to_jsonb('\"' || repeat('[{', 500)) AS text "
+      "FROM (SELECT repeat('[', CAST(:depth AS int)) || repeat(']', CAST(:depth AS int)) AS d) s";
+  auto cfg = postgres_config(pg.dsn(), query);
+  cfg.params = {"depth"};
+  cfg.pool_size = 1;
+  cfg.permits = 1;
+  cfg.deadline = "3s";
+  gateway_process gw(cfg.yaml());
+
+  // 63 levels in a column, 64 with the row around them: the deepest answer the gateway passes on.
+  const json deepest = json::parse(std::string(63, '[') + std::string(63, ']'));
+  std::string brackets = "\"";
+  for (int i = 0; i < 500; ++i) brackets += "[{";
+  const json columns = {{"doc", deepest}, {"raw", deepest}, {"text", brackets}};
+  auto ok = timed_get(gw.port(), "/api/sql?depth=63");
+  INFO("63: " << describe(ok));
+  CHECK(classify(ok.response, columns) == outcome::answered);
+
+  for (const char* depth : {"64", "1000"}) {
+    auto deep = timed_get(gw.port(), std::string("/api/sql?depth=") + depth);
+    INFO(depth << ": " << describe(deep));
+    CHECK(classify(deep.response, columns) == outcome::fell_back);
+    REQUIRE(gw.running());
+  }
+  auto again = timed_get(gw.port(), "/api/sql?depth=63");  // the connection went back to the pool
+  INFO("63 again: " << describe(again));
+  CHECK(classify(again.response, columns) == outcome::answered);
+
+  cfg.required_call = true;
+  gateway_process strict(cfg.yaml());
+  check_required_call_fails(strict.port(), "/api/sql?depth=1000", "value nested too deep");
+  CHECK(strict.running());
+}
+
+TEST_CASE("postgres: a parameter holding a NUL byte fails the call instead of being cut short",
+          "[sql][postgres]") {
+  postgres_server pg;
+  create_offers(pg);
+  auto cfg = postgres_config(pg.dsn(), offer_query);
+  cfg.pool_size = 1;
+  cfg.permits = 1;
+  gateway_process gw(cfg.yaml());
+
+  // Sent as a C string, "A1\0B2" would be "A1" and find A1's row.
+  for (const char* target : {"/api/sql?sku=A1%00B2", "/api/sql?sku=A1%00", "/api/sql?sku=%00"}) {
+    auto res = timed_get(gw.port(), target);
+    INFO(target << ": " << describe(res));
+    CHECK(classify(res.response, a1_columns) == outcome::fell_back);
+  }
+  auto after = timed_get(gw.port(), "/api/sql?sku=A1");  // the only connection is still usable
+  INFO("after: " << describe(after));
+  CHECK(classify(after.response, a1_columns) == outcome::answered);
+
+  cfg.required_call = true;
+  gateway_process strict(cfg.yaml());
+  check_required_call_fails(strict.port(), "/api/sql?sku=A1%00B2", "parameter contains NUL");
+}
+
+TEST_CASE("postgres: only the first row is read; the rest of a long result is cancelled on the server",
+          "[sql][postgres]") {
+  postgres_server pg;
+  auto cfg = postgres_config(pg.dsn(), "SELECT g AS n FROM generate_series(1, CAST(:rows AS int)) g");
+  cfg.params = {"rows"};
+  cfg.pool_size = 1;
+  cfg.permits = 1;
+  cfg.deadline = "10s";
+  gateway_process gw(cfg.yaml());
+  pg_client db(pg.dsn());
+  const json first = {{"n", 1}};
+
+  // A short result comes whole in the reply to the first row: it is read to its end, nothing cancelled.
+  auto few = timed_get(gw.port(), "/api/sql?rows=3");
+  INFO("3 rows: " << describe(few));
+  CHECK(classify(few.response, first) == outcome::answered);
+  CHECK(gateway_metric(gw, "gateway_db_cancellations_total") == 0);
+
+  // Two million rows (some 35 MB on the wire): the first one answers, and the query is cancelled on the
+  // server rather than read to its end.
+  auto many = timed_get(gw.port(), "/api/sql?rows=2000000");
+  INFO("2000000 rows: " << describe(many));
+  CHECK(classify(many.response, first) == outcome::answered);
+  CHECK(many.latency < 3s);
+  CHECK(gateway_metric(gw, "gateway_db_cancellations_total") == 1);
+  CHECK(eventually(
+      [&] {
+        return db.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                        "query LIKE '%generate_series%' AND application_name <> '" +
+                        std::string(pg_client::application_name) + "'") == "0";
+      },
+      2s));
+  const double rss = gateway_metric(gw, "process_resident_memory_bytes");
+  INFO("gateway RSS " << rss / (1 << 20) << " MiB");
+  CHECK(rss > 0);
+  CHECK(rss < 256.0 * (1 << 20));
+
+  // The pool's only connection comes back once the rest is drained (polled: the maintenance thread may be
+  // slow to run on a loaded machine).
+  timed_answer next;
+  const bool answered = eventually(
+      [&] {
+        next = timed_get(gw.port(), "/api/sql?rows=2");
+        return classify(next.response, first) == outcome::answered;
+      },
+      3s);
+  INFO("next: " << describe(next));
+  CHECK(answered);
 }

@@ -44,6 +44,7 @@ std::string sql_config::yaml() const {
   y += "    params:\n";
   for (const auto& p : params) y += "      " + p + ": {required: true}\n";
   y += "    calls:\n      - name: " + call_name + "\n        downstream: db\n";
+  if (required_call) y += "        required: true\n";
   y += "        fallback: {priceCent: " + std::to_string(fallback_price) +
        ", stock: " + std::to_string(fallback_stock) + "}\n";
   return y;

@@ -36,6 +36,8 @@ struct sql_config {
   unsigned max_waiting = 1000;
   std::string deadline = "800ms";
   std::vector<std::string> params = {"sku"};
+  // The call is required: a failure answers 502 with the call's detail instead of the fallback.
+  bool required_call = false;
 
   std::string yaml() const;
 };

@@ -1,6 +1,7 @@
 #include "tests/support/processes.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 #include <thread>
 
@@ -26,6 +27,13 @@ std::uint16_t wait_listening(child_process& child, const std::string& what,
   return static_cast<std::uint16_t>(port);
 }
 
+// The binary under test: the one built with the tests, or another one named in the environment (to run a
+// test against an older build, e.g. to see it fail before a fix).
+std::string binary(const char* variable, const char* built) {
+  const char* chosen = std::getenv(variable);
+  return chosen != nullptr && *chosen != '\0' ? chosen : built;
+}
+
 std::string quote(const std::string& s) {
   return "'" + s + "'";
 }
@@ -36,7 +44,7 @@ const std::vector<std::string> seed_calls = {"inventory",      "channel-price", 
                                              "review-summary", "logistics-eta", "recommendation"};
 
 mock_downstream::mock_downstream(const std::vector<std::string>& args, const std::string& listen) {
-  std::vector<std::string> argv = {MOCK_BIN, "--listen", listen};
+  std::vector<std::string> argv = {binary("TEST_MOCK_BIN", MOCK_BIN), "--listen", listen};
   argv.insert(argv.end(), args.begin(), args.end());
   process_ = std::make_unique<child_process>(argv, dir_.file("mock.stderr"));
   port_ = wait_listening(*process_, "mock-downstream");
@@ -87,7 +95,7 @@ gateway_process::gateway_process(const std::string& config_yaml) {
   if (!has_section(yaml, "admin")) yaml += "admin:\n  listen: 127.0.0.1:0\n";
   if (!has_section(yaml, "shutdown")) yaml += "shutdown:\n  drain_delay: 0s\n";
   config_path_ = dir_.write("gateway.yaml", yaml);
-  process_ = std::make_unique<child_process>(std::vector<std::string>{GATEWAY_BIN, "--config", config_path_},
+  process_ = std::make_unique<child_process>(std::vector<std::string>{binary("TEST_GATEWAY_BIN", GATEWAY_BIN), "--config", config_path_},
                                              dir_.file("gateway.stderr"));
   port_ = wait_listening(*process_, "gateway");
   admin_port_ = wait_listening(*process_, "gateway admin", admin_line);

@@ -1,7 +1,10 @@
+#include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 using namespace gateway;
 
@@ -45,7 +48,7 @@ config_error only_error(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-TEST_CASE("a good file loads with every value") {
+TEST_CASE("a good file loads with every value", "[config]") {
   const auto r = load_config_text(good, "t.yaml");
   REQUIRE(r.errors.empty());
   const auto& c = *r.config;
@@ -73,7 +76,7 @@ TEST_CASE("a good file loads with every value") {
         nlohmann::json{{"priceCent", -1}, {"label", "x"}, {"ok", false}});
 }
 
-TEST_CASE("the shipped default configuration loads") {
+TEST_CASE("the shipped default configuration loads", "[config]") {
   const auto r = load_config_file(std::string(SOURCE_DIR) + "/config/gateway.yaml");
   for (const auto& e : r.errors) INFO(format_config_error("gateway.yaml", e));
   REQUIRE(r.config.has_value());
@@ -86,7 +89,7 @@ TEST_CASE("the shipped default configuration loads") {
                                           "logistics-eta", "recommendation"});
 }
 
-TEST_CASE("each kind of error is reported at its line and column") {
+TEST_CASE("each kind of error is reported at its line and column", "[config]") {
   SECTION("unknown key") {
     const auto e = only_error("  threads: 2", "  thread: 2");
     CHECK(e.line == 3);
@@ -145,7 +148,7 @@ TEST_CASE("each kind of error is reported at its line and column") {
   }
 }
 
-TEST_CASE("a duplicate call name and duplicate keys are errors") {
+TEST_CASE("a duplicate call name and duplicate keys are errors", "[config]") {
   std::string text = good + R"(      - name: inventory
         downstream: inventory
         path: /other
@@ -162,7 +165,7 @@ TEST_CASE("a duplicate call name and duplicate keys are errors") {
   CHECK_THAT(r.errors[0].message, Catch::Contains("duplicate key"));
 }
 
-TEST_CASE("every problem is reported, not only the first") {
+TEST_CASE("every problem is reported, not only the first", "[config]") {
   const auto r = load_config_text("server: {listen: nowhere, bogus: 1}\nroutes: 5\nextra: {}\n", "t.yaml");
   CHECK(r.errors.size() >= 4);
   CHECK(format_config_error("t.yaml", r.errors[0]).rfind("t.yaml:1:", 0) == 0);
@@ -191,7 +194,7 @@ std::vector<config_error> sql_errors(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("a sql downstream reads its driver, pool, semaphore and query") {
+TEST_CASE("a sql downstream reads its driver, pool, semaphore and query", "[config]") {
   const auto r = load_config_text(sql_config(R"(    driver: postgres
     dsn: "host=db dbname=offers user=gw"
     pool_size: 32
@@ -216,7 +219,7 @@ TEST_CASE("a sql downstream reads its driver, pool, semaphore and query") {
   CHECK(d.connect_timeout == std::chrono::seconds(2));
 }
 
-TEST_CASE("a sql downstream's dsn takes ${ENV} values and remembers that it did") {
+TEST_CASE("a sql downstream's dsn takes ${ENV} values and remembers that it did", "[config]") {
   ::setenv("GATEWAY_TEST_DB_PASSWORD", "s3cret", 1);
   const auto r = load_config_text(sql_config(R"(    driver: postgres
     dsn: "host=db password=${GATEWAY_TEST_DB_PASSWORD}"
@@ -236,7 +239,7 @@ TEST_CASE("a sql downstream's dsn takes ${ENV} values and remembers that it did"
   CHECK_THAT(errors[0].message, Catch::Contains("GATEWAY_TEST_UNSET_VARIABLE is not set"));
 }
 
-TEST_CASE("sql downstream mistakes are reported where they are") {
+TEST_CASE("sql downstream mistakes are reported where they are", "[config]") {
   SECTION("no driver") {
     const auto e = sql_errors(sql_config("    database: x.db\n    query: SELECT 1\n"));
     REQUIRE_FALSE(e.empty());
@@ -273,4 +276,203 @@ TEST_CASE("sql downstream mistakes are reported where they are") {
     REQUIRE(e.size() == 1);
     CHECK_THAT(e[0].message, Catch::Contains(":name"));
   }
+}
+
+namespace {
+
+// The good config with each (from, to) replacement applied in turn.
+std::string edited(std::initializer_list<std::pair<std::string, std::string>> edits) {
+  std::string text = good;
+  for (const auto& [from, to] : edits) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// 1-based line and column of the first occurrence of `needle` in `text`.
+std::pair<int, int> position_of(const std::string& text, const std::string& needle) {
+  const auto at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  const auto line_start = text.rfind('\n', at);
+  const auto column = line_start == std::string::npos ? at + 1 : at - line_start;
+  return {
+      static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1,
+      static_cast<int>(column)};
+}
+
+// The single error of `text`, which must be at the first occurrence of `at`.
+config_error only_error_at(const std::string& text, const std::string& at) {
+  const auto r = load_config_text(text, "t.yaml");
+  for (const auto& e : r.errors) INFO(format_config_error("t.yaml", e));
+  CHECK_FALSE(r.config.has_value());
+  REQUIRE(r.errors.size() == 1);
+  const auto [line, column] = position_of(text, at);
+  CHECK(r.errors[0].line == line);
+  CHECK(r.errors[0].column == column);
+  return r.errors[0];
+}
+
+bool loads(const std::string& text) {
+  const auto r = load_config_text(text, "t.yaml");
+  for (const auto& e : r.errors) INFO(format_config_error("t.yaml", e));
+  return r.config.has_value() && r.errors.empty();
+}
+
+}  // namespace
+
+TEST_CASE("the admin listener may not take the public listener's address and port", "[config]") {
+  SECTION("the public listener on the admin listener's default port") {
+    const auto text = edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:9901"}});
+    const auto e = only_error_at(text, "127.0.0.1:9901");
+    CHECK_THAT(e.message, Catch::Contains("admin.listen") && Catch::Contains("9901"));
+  }
+  SECTION("the same address and port") {
+    const auto text = edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:7000"},
+                              {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}});
+    const auto e = only_error_at(text, "127.0.0.1:7000\ndownstreams");
+    CHECK_THAT(e.message, Catch::Contains("server.listen"));
+  }
+  SECTION("a wildcard address and a specific one on the same port") {
+    CHECK_FALSE(loads(edited({{"listen: 127.0.0.1:0", "listen: 0.0.0.0:7000"},
+                              {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}})));
+    CHECK_FALSE(loads(edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:7000"},
+                              {"downstreams:", "admin:\n  listen: '[::]:7000'\ndownstreams:"}})));
+  }
+  SECTION("distinct addresses, or ephemeral ports, are fine") {
+    CHECK(loads(edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:7000"},
+                        {"downstreams:", "admin:\n  listen: 127.0.0.2:7000\ndownstreams:"}})));
+    CHECK(loads(edited({{"downstreams:", "admin:\n  listen: 127.0.0.1:0\ndownstreams:"}})));
+    CHECK(loads(edited({{"listen: 127.0.0.1:0", "listen: '[::1]:7000'"},
+                        {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}})));
+  }
+  SECTION("a listen host that is not an IP address") {
+    const auto text = edited({{"listen: 127.0.0.1:0", "listen: localhost:8080"}});
+    const auto e = only_error_at(text, "localhost:8080");
+    CHECK_THAT(e.message, Catch::Contains("not an IP address"));
+  }
+}
+
+TEST_CASE("a route path with a {parameter} is refused: route paths match exactly", "[config]") {
+  const auto text = edited({{"path: /api/offer/aggregate", "path: /api/product/{id}"}});
+  const auto e = only_error_at(text, "/api/product/{id}");
+  CHECK_THAT(e.message, Catch::Contains("path parameters") && Catch::Contains("not supported yet"));
+}
+
+TEST_CASE("a call timeout above the route deadline is refused", "[config]") {
+  const auto text = edited({{"timeout: 100ms", "timeout: 900ms"}});
+  const auto e = only_error_at(text, "900ms");
+  CHECK_THAT(e.message,
+             Catch::Contains("timeout 900ms exceeds the route deadline 300ms: it can never apply"));
+  CHECK(loads(edited({{"timeout: 100ms", "timeout: 300ms"}})));
+}
+
+TEST_CASE("errors come out in line and column order", "[config]") {
+  // The section errors are found before the unknown top-level key, which comes first in the file.
+  const std::string text = "colour: blue\n" + edited({{"threads: 2", "threads: many"},
+                                                      {"max_connections: 16", "max_connections: 0"},
+                                                      {"deadline: 300ms", "deadline: soon"}});
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.errors.size() == 4);
+  CHECK(r.errors[0].line == 1);
+  CHECK_THAT(r.errors[0].message, Catch::Contains("unknown key 'colour'"));
+  CHECK(std::is_sorted(r.errors.begin(), r.errors.end(), [](const config_error& a, const config_error& b) {
+    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+  }));
+}
+
+TEST_CASE("an out-of-range port is reported as such", "[config]") {
+  SECTION("in a downstream url") {
+    const auto text = edited({{"http://127.0.0.1:9001/base/", "http://127.0.0.1:70000/base/"}});
+    const auto e = only_error_at(text, "http://127.0.0.1:70000");
+    CHECK_THAT(e.message, Catch::Contains("port 70000 out of range 1-65535"));
+  }
+  SECTION("in a listen address") {
+    const auto text = edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:70000"}});
+    const auto e = only_error_at(text, "127.0.0.1:70000");
+    CHECK_THAT(e.message, Catch::Contains("port 70000 out of range 0-65535"));
+  }
+  SECTION("a port of many digits") {
+    const auto text = edited({{"http://127.0.0.1:9001/base/", "http://127.0.0.1:123456789012345678901234/"}});
+    const auto e = only_error_at(text, "http://127.0.0.1:123");
+    CHECK_THAT(e.message, Catch::Contains("port 123456789012345678901234 out of range 1-65535"));
+  }
+}
+
+TEST_CASE("a file that cannot be read is reported with the reason", "[config]") {
+  auto r = load_config_file("/nonexistent-directory/gateway.yaml");
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].message == "cannot open file: No such file or directory");
+  CHECK(format_config_error("g.yaml", r.errors[0]) == "g.yaml: cannot open file: No such file or directory");
+
+  r = load_config_file(std::string(SOURCE_DIR) + "/config");
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].message == "cannot read file: Is a directory");
+}
+
+TEST_CASE("text that is not valid UTF-8 is a config error at its line and column", "[config]") {
+  SECTION("a fallback value") {
+    const auto text = edited({{"label: \"x\"", "label: \"x\xff\""}});
+    const auto e = only_error_at(text, "\"x\xff\"");
+    CHECK_THAT(e.message, Catch::Contains("fallback") && Catch::Contains("not valid UTF-8"));
+  }
+  SECTION("a fallback value from an escape (a lone surrogate)") {
+    // yaml-cpp refuses it itself, as a syntax error.
+    CHECK_FALSE(loads(edited({{"label: \"x\"", "label: \"\\udc00\""}})));
+  }
+  SECTION("a fallback key") {
+    const auto text = edited({{"label: \"x\"", "lab\xc3l: \"x\""}});
+    only_error_at(text, "lab\xc3l");
+  }
+  SECTION("a field name") {
+    const auto text = edited({{"fields: [priceCent]", "fields: [price\xe2\x82]"}});
+    only_error_at(text, "price\xe2\x82");
+  }
+  SECTION("a route path") {
+    const auto text = edited({{"path: /api/offer/aggregate", "path: /api/\xc0\xafoffer"}});
+    only_error_at(text, "/api/\xc0\xafoffer");
+  }
+  SECTION("a parameter name") {
+    const auto text =
+        edited({{"      sku: {required: true, pattern: '^[A-Z0-9]+$'}",
+                 "      sku: {required: true, pattern: '^[A-Z0-9]+$'}\n      \xed\xa0\x80: {}"}});
+    only_error_at(text, "\xed\xa0\x80");
+  }
+}
+
+TEST_CASE("a downstream's max_connections below server.threads is refused", "[config]") {
+  const auto text = edited({{"max_connections: 16", "max_connections: 1"}});
+  const auto e = only_error_at(text, "1\nroutes");
+  CHECK_THAT(e.message, Catch::Contains("server.threads"));
+  CHECK(loads(edited({{"max_connections: 16", "max_connections: 2"}})));
+  CHECK(loads(edited({{"threads: 2", "threads: 0"}, {"max_connections: 16", "max_connections: 1"}})));
+  CHECK(loads(edited({{"downstreams:", "limits:\n  max_connections: 1\ndownstreams:"}})));  // clients: global
+}
+TEST_CASE("the stack cache, per-client connection and memory budget settings", "[config]") {
+  auto r = load_config_text(good, "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->server.stack_cache == 1024);
+  CHECK(r.config->limits.max_connections_per_client == 0);
+  CHECK(r.config->limits.memory_budget == 0);
+
+  r = load_config_text(
+      edited({{"threads: 2", "threads: 2\n  stack_cache: 0"},
+              {"downstreams:",
+               "limits:\n  max_connections_per_client: 8\n  memory_budget: 512MiB\ndownstreams:"}}),
+      "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->server.stack_cache == 0);
+  CHECK(r.config->limits.max_connections_per_client == 8);
+  CHECK(r.config->limits.memory_budget == 512u * 1024 * 1024);
+  const auto json = effective_config_json(*r.config);
+  CHECK(json["server"]["stack_cache"] == 0);
+  CHECK(json["limits"]["max_connections_per_client"] == 8);
+  CHECK(json["limits"]["memory_budget"] == 512u * 1024 * 1024);
+
+  r = load_config_text(edited({{"downstreams:", "limits:\n  memory_budget: 2GiB\ndownstreams:"}}), "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->limits.memory_budget == 2ull * 1024 * 1024 * 1024);
+
+  only_error_at(edited({{"threads: 2", "threads: 2\n  stack_cache: 65537"}}), "65537");
 }

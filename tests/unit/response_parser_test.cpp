@@ -78,7 +78,7 @@ TEST_CASE("response parser: Content-Length framing, kept alive, every cut") {
 
 TEST_CASE("response parser: chunked framing with extensions and trailers, every cut") {
   check_all_cuts(
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
       "5;name=value\r\n{\"a\":\r\nA \r\n\"0123456\"}\r\n0\r\nX-Trailer: 1\r\n\r\n",
       200, "{\"a\":\"0123456\"}", true);
   check_all_cuts("HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 200, "{}",
@@ -123,10 +123,48 @@ TEST_CASE("response parser: a body framed by the end of the connection") {
   CHECK(parse("HTTP/1.1 200 OK\r\nContent-Le", 0, true).ec == http::error::partial_message);
 }
 
-TEST_CASE("response parser: no body for 1xx, 204 and 304") {
+TEST_CASE("response parser: no body for 204 and 304") {
   CHECK(parse("HTTP/1.1 204 No Content\r\n\r\n").done);
   CHECK(parse("HTTP/1.1 304 Not Modified\r\nContent-Length: 12\r\n\r\n").done);
-  CHECK(parse("HTTP/1.1 100 Continue\r\n\r\n").status == 100);
+}
+
+// RFC 9110 15.2: a client skips interim responses; the final one is the answer. Taking a 1xx for the
+// answer would leave the real one on the connection for the next request (another client's).
+TEST_CASE("response parser: interim 1xx responses are skipped, every cut") {
+  check_all_cuts("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                 "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n{\"answer_for\":\"a\"}",
+                 200, "{\"answer_for\":\"a\"}", true);
+  check_all_cuts("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                 "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "2\r\n{}\r\n0\r\n\r\n",
+                 200, "{}", true);
+  check_all_cuts("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", 503, "", true);
+  // Only an interim response so far: not done, whatever follows later.
+  CHECK(parse("HTTP/1.1 103 Early Hints\r\n\r\n").ec == http::error::partial_message);
+  CHECK(!parse("HTTP/1.1 100 Continue\r\n\r\n").done);
+  // 101 (we never ask to switch protocols) is refused, and so is an endless run of interim responses.
+  CHECK(parse("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n").ec == http::error::bad_status);
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += "HTTP/1.1 103 Early Hints\r\n\r\n";
+  CHECK(parse(many + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}").ec == http::error::bad_status);
+}
+
+// RFC 9112 6.1, 6.3: the gateway decodes no transfer coding but chunked, so a body with any other coding
+// (gzip alone, or applied before chunked) cannot be used; a final coding other than chunked has no length.
+TEST_CASE("response parser: transfer codings other than one chunked are refused") {
+  for (const char* te : {"gzip", "gzip, chunked", "chunked, gzip", "chunked, chunked", "identity", "x-custom",
+                         "deflate,chunked", "chunked,"}) {
+    INFO(te);
+    CHECK(parse(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: ") + te +
+                    "\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                0, true)
+              .ec == http::error::bad_transfer_encoding);
+  }
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "2\r\n{}\r\n0\r\n\r\n")
+            .ec == http::error::bad_transfer_encoding);
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: \r\n\r\n{}", 0, true).ec ==
+        http::error::bad_transfer_encoding);
 }
 
 TEST_CASE("response parser: limits") {
@@ -234,4 +272,29 @@ TEST_CASE("response parser: mutated answers, cut anywhere, never overrun or exce
     CHECK(p.body().size() <= body_limit);
     if (p.is_done()) CHECK(p.status() >= 100);
   }
+}
+
+// Trailer fields are checked like header fields, line by line: a bare LF ends nothing (it must not let
+// the section run into the next response), and a line that is not a field is refused.
+TEST_CASE("response parser: trailers are fields ending in CRLF, every cut") {
+  check_all_cuts("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\r\nB-c: x y\r\n\r\n", 200,
+                 "{}", true);
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nnot a field\r\n\r\n").ec ==
+        http::error::bad_field);
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\n\r\n").ec ==
+        http::error::bad_field);
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\n"
+              "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .ec == http::error::bad_field);
+  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n" + std::string(200, 'x'),
+              0, false, 1 << 20, 100)
+            .ec == http::error::header_limit);
+}
+
+TEST_CASE("response parser: an HTTP/1.0 answer with Transfer-Encoding is not kept alive") {
+  const auto o = parse(
+      "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
+  CHECK(o.done);
+  CHECK(o.body == "{}");
+  CHECK_FALSE(o.keep_alive);
 }

@@ -36,9 +36,16 @@ TEST_CASE("routes match on path and method") {
   CHECK(rt.find("POST", "/api/offer/aggregate").index == 1);
   const auto wrong = rt.find("DELETE", "/api/offer/aggregate");
   CHECK(wrong.status == 405);
-  CHECK(wrong.allow == "GET, POST");
+  CHECK(wrong.allow == "GET, HEAD, POST");
+  // HEAD takes the GET route (answered without a body by the session).
+  CHECK(rt.find("HEAD", "/api/offer/aggregate?sku=A1").status == 200);
+  CHECK(rt.find("HEAD", "/api/offer/aggregate?sku=A1").index == 0);
   CHECK(rt.find("GET", "/api/offer/aggregate/").status == 404);
   CHECK(rt.find("GET", "/nope").status == 404);
+  // The absolute form (RFC 9112 3.2.2) names the same resource.
+  CHECK(rt.find("GET", "http://gw.example:8080/api/offer/aggregate?sku=A1").status == 200);
+  CHECK(target_query("http://gw.example/api/offer/aggregate?sku=A1") == "sku=A1");
+  CHECK(rt.find("GET", "http://gw.example?x=/api/offer/aggregate").status == 404);
 }
 
 TEST_CASE("parameters are decoded and validated") {

@@ -36,7 +36,32 @@ struct recorded_entry final : deadline_queue::entry {
 
 }  // namespace
 
-TEST_CASE("direct_wake: notify resumes the waiting coroutine inside the call") {
+TEST_CASE("direct_wake: resume_now resumes the waiting coroutine inside the call") {
+  net::io_context ioc{1};
+  direct_wake wake;
+  std::string trace;
+  net::spawn(
+      ioc,
+      [&](net::yield_context yield) {
+        trace += "wait ";
+        wake.wait(yield);
+        trace += "resumed ";
+      },
+      rethrow);
+  net::post(ioc, [&] {
+    REQUIRE(wake.waiting());
+    trace += "resume ";
+    wake.resume_now();
+    trace += "returned";
+  });
+  ioc.run();
+  CHECK(trace == "wait resume resumed returned");
+  CHECK_FALSE(wake.waiting());
+}
+
+// notify() is for callers that go on touching their own state: the woken coroutine must not run (and
+// possibly end, freeing that state) before the caller has returned.
+TEST_CASE("direct_wake: notify resumes the waiting coroutine only after the caller has returned") {
   net::io_context ioc{1};
   direct_wake wake;
   std::string trace;
@@ -52,11 +77,11 @@ TEST_CASE("direct_wake: notify resumes the waiting coroutine inside the call") {
     REQUIRE(wake.waiting());
     trace += "notify ";
     wake.notify();
-    trace += "returned";
+    CHECK_FALSE(wake.waiting());
+    trace += "returned ";
   });
   ioc.run();
-  CHECK(trace == "wait notify resumed returned");
-  CHECK_FALSE(wake.waiting());
+  CHECK(trace == "wait notify returned resumed ");
 }
 
 TEST_CASE("direct_wake: a notify before the wait makes the wait return at once") {

@@ -1,0 +1,51 @@
+#include "gateway/server/request_framing.hpp"
+
+#include <cstddef>
+
+namespace gateway {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+unsigned transfer_coding_status(bool present, std::string_view codings) {
+  if (!present) return 0;
+  bool chunked_seen = false;
+  bool other_seen = false;
+  bool last_chunked = false;
+  while (true) {
+    const auto comma = codings.find(',');
+    // A coding may carry parameters ("gzip;q=1" is not valid here, but "x;a=b" is a coding with one).
+    const auto element = trim(codings.substr(0, comma));
+    const auto name = trim(element.substr(0, element.find(';')));
+    if (name.empty()) return 400;  // an empty list element where a coding must be
+    last_chunked = iequals(name, "chunked");
+    if (last_chunked) {
+      if (chunked_seen) return 400;  // chunked applied twice
+      chunked_seen = true;
+    } else {
+      other_seen = true;
+    }
+    if (comma == std::string_view::npos) break;
+    codings.remove_prefix(comma + 1);
+  }
+  if (!last_chunked) return 400;
+  return other_seen ? 501 : 0;
+}
+
+}  // namespace gateway

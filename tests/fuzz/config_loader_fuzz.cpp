@@ -1,0 +1,58 @@
+// libFuzzer target: gateway::load_config_text on arbitrary text.
+// Invariants: it never crashes, throws or aborts; a failure is reported as config_error values, each with
+// a message and a position in the text; a configuration is returned exactly when there is no error, and
+// what it returns holds together: every call names an existing downstream and only declared parameters,
+// and the effective configuration prints as JSON (the gateway prints it when it starts).
+
+#include "gateway/config/config_json.hpp"
+#include "gateway/config/config_loader.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+namespace {
+
+void check_config(const gateway::gateway_config& cfg) {
+  FUZZ_CHECK(!cfg.routes.empty());
+  FUZZ_CHECK(cfg.source == "fuzz.yaml");
+  for (const auto& route : cfg.routes) {
+    FUZZ_CHECK(route.path.starts_with('/'));
+    FUZZ_CHECK(!route.calls.empty());
+    for (const auto& call : route.calls) {
+      FUZZ_CHECK(call.downstream_index < cfg.downstreams.size());
+      FUZZ_CHECK(cfg.downstreams[call.downstream_index].name == call.downstream);
+      for (const auto& name : call.path.param_names()) {
+        FUZZ_CHECK(std::any_of(route.params.begin(), route.params.end(),
+                               [&](const gateway::param_settings& p) { return p.name == name; }));
+      }
+    }
+  }
+  std::string printed;
+  try {
+    printed = gateway::effective_config_json(cfg).dump(2);
+  } catch (const std::exception& e) {
+    fuzz::fail((std::string("an accepted configuration does not print: ") + e.what()).c_str());
+  }
+  FUZZ_CHECK(!printed.empty());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  gateway::config_load_result result;
+  try {
+    result = gateway::load_config_text(text, "fuzz.yaml");
+  } catch (const std::exception& e) {
+    fuzz::fail((std::string("load_config_text threw: ") + e.what()).c_str());
+  }
+  FUZZ_CHECK(result.config.has_value() == result.errors.empty());
+  for (const auto& e : result.errors) {
+    FUZZ_CHECK(!e.message.empty());
+    FUZZ_CHECK(e.line >= 1 && e.column >= 1);
+  }
+  if (result.config) check_config(*result.config);
+  return 0;
+}

@@ -1,0 +1,110 @@
+// libFuzzer target: gateway::response_parser fed the way a downstream call feeds it.
+// Input: byte 0 picks the body limit, byte 1 the header limit, byte 2 the sizes of the pieces the rest
+// arrives in; the rest is what a downstream sends before it closes the connection.
+// Invariants: put() never consumes more than it was given and stops early only with an error; a finished
+// answer has a status of three digits and a body within the limit; every presented byte lies inside the
+// exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
+// bytes presented at once and in pieces give the same result.
+
+#include "gateway/downstream/response_parser.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
+
+#include <boost/beast/http/error.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+struct outcome {
+  bool done = false;
+  bool failed = false;  // an error other than need_more, or the connection ended too early
+  unsigned status = 0;
+  bool keep_alive = false;
+  std::string body;
+  std::size_t consumed = 0;
+};
+
+// Presents `pending` in a buffer of exactly its size, so that ASan reports any read past it.
+std::size_t put_exact(gateway::response_parser& parser, const std::string& pending, error_code& ec) {
+  const auto copy = std::make_unique<char[]>(pending.size());
+  std::memcpy(copy.get(), pending.data(), pending.size());
+  return parser.put(std::string_view(copy.get(), pending.size()), ec);
+}
+
+outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_limit,
+              fuzz::piece_sizes sizes) {
+  gateway::response_parser parser(body_limit, header_limit);
+  outcome o;
+  std::string pending;  // bytes received and not yet consumed, as in the connection's read buffer
+  std::size_t at = 0;
+  for (;;) {
+    if (at == wire.size()) {  // the downstream closed the connection
+      if (!parser.got_some()) {
+        o.failed = true;
+        break;
+      }
+      error_code ec;
+      parser.put_eof(ec);
+      FUZZ_CHECK(ec || parser.is_done());
+      o.failed = static_cast<bool>(ec);
+      break;
+    }
+    const auto step = sizes.next();
+    const auto n = step == 0 ? wire.size() - at : std::min(step, wire.size() - at);
+    pending.append(wire.substr(at, n));
+    at += n;
+    error_code ec;
+    const auto used = put_exact(parser, pending, ec);
+    FUZZ_CHECK(used <= pending.size());
+    FUZZ_CHECK(ec || parser.is_done());  // without an error, put() returns only with the answer complete
+    pending.erase(0, used);
+    o.consumed += used;
+    if (ec && ec != http::error::need_more) {
+      FUZZ_CHECK(!parser.is_done());
+      o.failed = true;
+      break;
+    }
+    if (parser.is_done()) break;  // bytes behind the answer stay in the buffer, unused
+  }
+  o.done = parser.is_done() && !o.failed;
+  if (o.done) {
+    o.status = parser.status();
+    o.keep_alive = parser.keep_alive();
+    o.body = parser.body();
+    FUZZ_CHECK(o.status >= 100 && o.status <= 999);
+    FUZZ_CHECK(o.body.size() <= body_limit);
+    FUZZ_CHECK(o.consumed <= wire.size());
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fuzz::input in(data, size);
+  // The configured max_response_bytes ranges from 64 bytes to 256 MiB (default 1 MiB); the call's header
+  // limit is 16 KiB. Smaller limits reach the limit checks with short inputs.
+  static constexpr std::size_t body_limits[] = {0, 1, 16, 64, 4096, 65536, 1 << 20, 256u << 20};
+  static constexpr std::size_t header_limits[] = {0, 1, 16, 64, 256, 1024, 4096, 16384};
+  const auto body_limit = body_limits[in.byte() & 7];
+  const auto header_limit = header_limits[in.byte() & 7];
+  const auto split = in.byte();
+  const auto wire = in.rest();
+
+  const auto whole = parse(wire, body_limit, header_limit, fuzz::piece_sizes(0));
+  const auto cut = parse(wire, body_limit, header_limit, fuzz::piece_sizes(split));
+  FUZZ_CHECK(whole.done == cut.done);
+  if (whole.done) {
+    FUZZ_CHECK(whole.status == cut.status);
+    FUZZ_CHECK(whole.keep_alive == cut.keep_alive);
+    FUZZ_CHECK(whole.body == cut.body);
+    FUZZ_CHECK(whole.consumed == cut.consumed);
+  }
+  return 0;
+}

@@ -1,0 +1,150 @@
+// The fan-out on a real io_context with downstreams written for the test: a call that cannot be started
+// (out of memory) fails the request only after the calls already started have been cancelled and have
+// finished (they point at the fan-out), and a failed required call settles the answer at once.
+
+#include "gateway/aggregate/fanout.hpp"
+#include "gateway/config/config_loader.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <new>
+
+using namespace gateway;
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+gateway_config three_calls(bool first_required) {
+  auto r = load_config_text(std::string(R"(
+downstreams:
+  d: {url: http://127.0.0.1:9}
+routes:
+  - path: /r
+    deadline: 10s
+    calls:
+      - {name: a, downstream: d, path: /a, required: )") +
+                                (first_required ? "true" : "false") + R"(}
+      - {name: b, downstream: d, path: /b}
+      - {name: c, downstream: d, path: /c}
+)",
+                            "test.yaml");
+  REQUIRE(r.errors.empty());
+  return *r.config;
+}
+
+// Answers after `delay` (a timer), or at once as cancelled when its call is cancelled.
+class timer_downstream final : public downstream {
+ public:
+  timer_downstream(net::io_context& ioc, std::chrono::milliseconds delay, bool ok)
+      : ioc_(ioc), delay_(delay), ok_(ok) {}
+  bool start(const call_request& request, call_sink& sink, std::size_t index) override {
+    auto timer = std::make_shared<net::steady_timer>(ioc_, delay_);
+    auto hook = std::make_shared<cancel_source::scoped_hook>(*request.cancel, [timer] { timer->cancel(); });
+    ++started;
+    timer->async_wait([this, timer, hook, &sink, index](const boost::system::error_code& ec) mutable {
+      hook.reset();
+      call_result r;
+      r.outcome = ec ? call_outcome::cancelled : (ok_ ? call_outcome::ok : call_outcome::error);
+      if (r.outcome == call_outcome::ok) r.body.text = "{}";
+      ++finished;
+      sink.call_finished(index, std::move(r));
+    });
+    return true;
+  }
+  void close_idle(std::size_t) override {}
+  int started = 0;
+  int finished = 0;
+
+ private:
+  net::io_context& ioc_;
+  std::chrono::milliseconds delay_;
+  bool ok_;
+};
+
+class throwing_downstream final : public downstream {
+ public:
+  bool start(const call_request&, call_sink&, std::size_t) override { throw std::bad_alloc(); }
+  void close_idle(std::size_t) override {}
+};
+
+struct harness {
+  net::io_context ioc{1};
+  deadline_queue deadlines{ioc.get_executor()};
+  std::vector<std::string> params;
+  fanout_request request(const gateway_config& cfg, const std::vector<downstream*>& targets) {
+    fanout_request fr;
+    fr.route = &cfg.routes[0];
+    fr.targets = &targets;
+    fr.params = &params;
+    fr.deadline = clock::now() + 10s;
+    fr.request_id = "id";
+    fr.deadlines = &deadlines;
+    return fr;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fanout: a call that cannot be started fails the request after the started ones have finished") {
+  harness h;
+  const auto cfg = three_calls(false);
+  timer_downstream slow(h.ioc, 5s, true);
+  throwing_downstream broken;
+  std::vector<downstream*> targets{&slow, &broken, &slow};
+  const auto fr = h.request(cfg, targets);
+  bool threw = false;
+  int finished_when_thrown = -1;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        try {
+          f.run(fr, yield);
+        } catch (const std::bad_alloc&) {
+          threw = true;
+          finished_when_thrown = slow.finished;
+        }
+        h.deadlines.close();  // lets run_for return once nothing is left
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  h.ioc.run_for(10s);
+  CHECK(threw);
+  CHECK(slow.started == 1);  // the third call was never started
+  CHECK(finished_when_thrown == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 4s);  // cancelled, not waited for
+}
+
+TEST_CASE("fanout: a failed required call cancels the others and ends the fan-out at once") {
+  harness h;
+  const auto cfg = three_calls(true);
+  timer_downstream failing(h.ioc, 10ms, false);
+  timer_downstream slow(h.ioc, 5s, true);
+  std::vector<downstream*> targets{&failing, &slow, &slow};
+  const auto fr = h.request(cfg, targets);
+  std::vector<call_result> results;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        results = f.run(fr, yield);
+        h.deadlines.close();
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  h.ioc.run_for(10s);
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].outcome == call_outcome::error);
+  CHECK(results[1].outcome == call_outcome::cancelled);
+  CHECK(results[2].outcome == call_outcome::cancelled);
+  CHECK(slow.finished == 2);
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
+}
