@@ -77,9 +77,9 @@ class fanout final : private call_sink, private deadline_queue::entry {
   const fanout_request* request_ = nullptr;  // while run() runs
   deadline_queue* queue_ = nullptr;          // where this fan-out's next deadline is queued
   cancel_reason cancelled_ = cancel_reason::none;
-  unsigned cancelling_ = 0;  // inside a loop that cancels calls: wake-ups of run() are deferred
+  unsigned cancelling_ = 0;     // inside a loop that cancels calls: wake-ups of run() are deferred
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
-  bool settling_ = false;    // a required call failed: the others are cancelled, the answer is decided
+  bool settling_ = false;       // a required call failed: the others are cancelled, the answer is decided
 };
 
 }  // namespace gateway

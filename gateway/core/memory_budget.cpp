@@ -65,8 +65,8 @@ std::size_t derive_default() {
   if (cgroup == 0) cgroup = read_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes");
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  std::size_t machine = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                                              : 0;
+  std::size_t machine =
+      pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
   std::size_t total = machine;
   if (cgroup != 0 && (machine == 0 || cgroup < machine)) total = cgroup;
   return total / 2;

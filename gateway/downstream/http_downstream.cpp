@@ -414,7 +414,7 @@ class http_call final : public read_readiness::listener {
       pool_.discard(std::move(conn_));
       // A pooled connection the downstream closed while idle fails on first use: retry on a new one.
       if (was_reused_ && nothing_received && !cancel_.cancelled() && retryable(ec)) return attempt(false);
-      return fail(ec, over_budget_                          ? "memory budget exhausted"
+      return fail(ec, over_budget_                    ? "memory budget exhausted"
                       : ec == http::error::body_limit ? "body too large"
                                                       : "read failed");
     }

@@ -8,8 +8,8 @@ namespace gateway {
 namespace {
 
 // The status codes the gateway answers with; anything else is counted as "other".
-constexpr std::array<unsigned, 15> status_codes{200, 204, 400, 404, 405, 408, 413,
-                                                414, 431, 499, 500, 501, 502, 503, 504};
+constexpr std::array<unsigned, 15> status_codes{200, 204, 400, 404, 405, 408, 413, 414,
+                                                431, 499, 500, 501, 502, 503, 504};
 constexpr std::size_t status_slots = status_codes.size() + 1;
 
 std::size_t status_slot(unsigned status) {
@@ -20,7 +20,7 @@ std::size_t status_slot(unsigned status) {
 }
 
 // The request methods named in metrics (OpenTelemetry's list); any other is "_OTHER".
-constexpr std::array<std::string_view, 10> methods{"GET",     "HEAD",  "POST",  "PUT",   "DELETE",
+constexpr std::array<std::string_view, 10> methods{"GET",     "HEAD",    "POST",  "PUT",   "DELETE",
                                                    "CONNECT", "OPTIONS", "TRACE", "PATCH", "_OTHER"};
 
 std::size_t method_slot(std::string_view method) {

@@ -1,6 +1,7 @@
 #include "gateway/server/request_framing.hpp"
 
 #include <cstddef>
+#include <string>
 
 namespace gateway {
 namespace {
@@ -46,6 +47,17 @@ unsigned transfer_coding_status(bool present, std::string_view codings) {
   }
   if (!last_chunked) return 400;
   return other_seen ? 501 : 0;
+}
+
+unsigned transfer_coding_status(const boost::beast::http::fields& fields) {
+  bool present = false;
+  std::string list;
+  for (auto [it, end] = fields.equal_range(boost::beast::http::field::transfer_encoding); it != end; ++it) {
+    if (present) list += ", ";
+    present = true;
+    list.append(it->value().data(), it->value().size());
+  }
+  return transfer_coding_status(present, list);
 }
 
 }  // namespace gateway

@@ -11,16 +11,16 @@ std::string_view target_path(std::string_view target) {
   if (!target.empty() && target.front() != '/') {
     const auto scheme_end = target.find("://");
     const auto scheme = target.substr(0, scheme_end);
-    const bool valid_scheme =
-        scheme_end != std::string_view::npos && !scheme.empty() &&
-        std::all_of(scheme.begin(), scheme.end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
-                 c == '-' || c == '.';
-        });
+    const bool valid_scheme = scheme_end != std::string_view::npos && !scheme.empty() &&
+                              std::all_of(scheme.begin(), scheme.end(), [](char c) {
+                                return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                       (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+                              });
     if (valid_scheme) {
       // The authority ends at the first '/', '?' or '#'; the path starts at a '/' only.
       const auto end = target.find_first_of("/?#", scheme_end + 3);
-      target = end != std::string_view::npos && target[end] == '/' ? target.substr(end) : std::string_view("/");
+      target =
+          end != std::string_view::npos && target[end] == '/' ? target.substr(end) : std::string_view("/");
     }
   }
   return target.substr(0, target.find('?'));

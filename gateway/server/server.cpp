@@ -107,7 +107,7 @@ struct server::impl {
   net::ip::tcp protocol = net::ip::tcp::v4();  // the listener's
   std::unique_ptr<admin_server> admin;
   server_state state;
-  client_slots per_client;  // limits.max_connections_per_client
+  client_slots per_client;            // limits.max_connections_per_client
   std::atomic<bool> started{false};   // the listener is accepting
   std::atomic<bool> draining{false};  // SIGTERM received
   std::atomic<bool> stopping{false};

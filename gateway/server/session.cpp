@@ -75,26 +75,12 @@ std::string_view header(const http::request<http::string_body>& req, std::string
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
-// Whether the request has Transfer-Encoding fields, and their values joined as one list.
-struct transfer_codings {
-  bool present = false;
-  std::string list;
-  explicit transfer_codings(const http::request<http::string_body>& req) {
-    for (auto [it, end] = req.equal_range(http::field::transfer_encoding); it != end; ++it) {
-      if (present) list += ", ";
-      present = true;
-      list.append(it->value().data(), it->value().size());
-    }
-  }
-};
-
 // The answer owed to a request whose transfer codings cannot be framed (status 0 when they can). Beast
 // frames only chunked; whatever it made of another coding, the bytes after the head must not be read as a
 // request of their own: the caller answers and closes.
 outbound_response framing_refusal(const http::request<http::string_body>& req) {
   outbound_response r;
-  const transfer_codings codings(req);
-  r.status = transfer_coding_status(codings.present, codings.list);
+  r.status = transfer_coding_status(req);
   if (r.status == 0) return r;
   r.body = error_body(r.status == 400 ? "transfer coding not chunked: request length unknown"
                                       : "transfer coding not implemented");

@@ -162,7 +162,7 @@ class session {
   }
 
   // The ok body in two chunks (the first with an extension), after the header fields a real service sends,
-// labelled with the transfer coding `coding`.
+  // labelled with the transfer coding `coding`.
   bool chunked(const request_action& act, bool keep_alive, std::string_view coding) {
     body_.clear();
     append_ok_body(body_, act.name, act.sku);

@@ -92,7 +92,8 @@ class ipv6_server {
         std::lock_guard lock(mutex_);
         head_ = got;
       }
-      const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\n{\"ok\":1}";
+      const std::string answer =
+          "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\n{\"ok\":1}";
       [[maybe_unused]] auto sent = ::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
       ::close(c);
     }
@@ -108,12 +109,13 @@ class ipv6_server {
 
 TEST_CASE("an IPv6 downstream is sent Host with its address in brackets", "[propagation]") {
   ipv6_server server;
-  const std::string yaml = "server:\n  listen: 127.0.0.1:0\n  threads: 1\n"
-                           "downstreams:\n  v6:\n    url: http://[::1]:" +
-                           std::to_string(server.port()) +
-                           "\n"
-                           "routes:\n  - path: /v6\n    calls:\n      - name: v6\n        downstream: v6\n"
-                           "        path: /x\n        fallback: {ok: 0}\n";
+  const std::string yaml =
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\n"
+      "downstreams:\n  v6:\n    url: http://[::1]:" +
+      std::to_string(server.port()) +
+      "\n"
+      "routes:\n  - path: /v6\n    calls:\n      - name: v6\n        downstream: v6\n"
+      "        path: /x\n        fallback: {ok: 0}\n";
   gateway_process gw(yaml);
   auto res = http_get(gw.port(), "/v6");
   INFO(res.body);

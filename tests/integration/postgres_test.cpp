@@ -448,9 +448,10 @@ TEST_CASE("postgres: only the first row is read; the rest of a long result is ca
   CHECK(gateway_metric(gw, "gateway_db_cancellations_total") == 1);
   CHECK(eventually(
       [&] {
-        return db.value("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
-                        "query LIKE '%generate_series%' AND application_name <> '" +
-                        std::string(pg_client::application_name) + "'") == "0";
+        return db.value(
+                   "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                   "query LIKE '%generate_series%' AND application_name <> '" +
+                   std::string(pg_client::application_name) + "'") == "0";
       },
       2s));
   const double rss = gateway_metric(gw, "process_resident_memory_bytes");

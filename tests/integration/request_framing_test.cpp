@@ -59,10 +59,15 @@ std::vector<int> statuses(const std::string& raw, const std::vector<bool>& bodil
 TEST_CASE("HEAD is answered like GET, without a body, and the connection stays in step", "[protocol][head]") {
   gateway_with_mock env;
   http_connection conn(env.gw.port());
-  conn.send_raw("HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n"
-                "HEAD " + offer_target("H1") + " HTTP/1.1\r\nHost: x\r\n\r\n"
-                "HEAD " + offer_target("") + " HTTP/1.1\r\nHost: x\r\n\r\n"
-                "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  conn.send_raw(
+      "HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD " +
+      offer_target("H1") +
+      " HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD " +
+      offer_target("") +
+      " HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   const auto raw = all_received(conn);
   INFO(raw);
   CHECK(statuses(raw, {true, true, true, false}) == std::vector<int>{404, 200, 400, 404});
@@ -185,7 +190,8 @@ TEST_CASE("a request body is refused before it is read; the connection closes", 
   }
   {
     http_connection conn(env.gw.port());
-    conn.send_raw("GET /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    conn.send_raw(
+        "GET /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
     const auto raw = all_received(conn);
     INFO(raw);
     CHECK(statuses(raw) == std::vector<int>{404});
@@ -205,8 +211,9 @@ TEST_CASE("a downstream answer larger than the memory budget falls back", "[limi
   cfg.limits = "  memory_budget: 1MiB\n";
   cfg.downstream_extra = "    max_response_bytes: 4MiB\n";
   gateway_process gw(cfg.yaml());
-  for (int i = 0; i < 3; ++i) check_offer(http_get(gw.port(), offer_target("MB" + std::to_string(i))),
-                                          "MB" + std::to_string(i), {"recommendation"});
+  for (int i = 0; i < 3; ++i)
+    check_offer(http_get(gw.port(), offer_target("MB" + std::to_string(i))), "MB" + std::to_string(i),
+                {"recommendation"});
   auto metrics = http_get(gw.admin_port(), "/metrics").body;
   CHECK(metrics.find("\ngateway_memory_budget_bytes 1048576\n") != std::string::npos);
   CHECK(metrics.find("\ngateway_buffered_bytes 0\n") != std::string::npos);

@@ -68,10 +68,11 @@ struct mixed_route {
 };
 
 void check_exit_status(gateway_process& gw, const std::optional<exit_status>& status) {
-  INFO("gateway stderr (tail):\n" << [&] {
-    auto err = gw.process().stderr_text();
-    return err.size() > 3000 ? err.substr(err.size() - 3000) : err;
-  }());
+  INFO("gateway stderr (tail):\n"
+       << [&] {
+            auto err = gw.process().stderr_text();
+            return err.size() > 3000 ? err.substr(err.size() - 3000) : err;
+          }());
   REQUIRE(status.has_value());
   CHECK(status->exited);
   CHECK(status->code == 0);
@@ -94,7 +95,8 @@ TEST_CASE("SQL + HTTP route: clients leaving mid-request never crash the gateway
   check_clean_exit(env.gw);
 }
 
-TEST_CASE("SQL + HTTP route: the deadline cuts the SQL call and the gateway carries on", "[deadline][sql][wake]") {
+TEST_CASE("SQL + HTTP route: the deadline cuts the SQL call and the gateway carries on",
+          "[deadline][sql][wake]") {
   mixed_route env("300ms");
   for (int i = 0; i < 10; ++i) {
     const auto start = steady_clock::now();
@@ -108,7 +110,8 @@ TEST_CASE("SQL + HTTP route: the deadline cuts the SQL call and the gateway carr
   check_clean_exit(env.gw);
 }
 
-TEST_CASE("SQL + HTTP route: shutdown.timeout cancels the SQL call and the gateway exits 0", "[drain][sql][wake]") {
+TEST_CASE("SQL + HTTP route: shutdown.timeout cancels the SQL call and the gateway exits 0",
+          "[drain][sql][wake]") {
   mixed_route env("30s", "shutdown:\n  drain_delay: 0s\n  timeout: 300ms\n");
   std::vector<http_connection> conns;
   for (int i = 0; i < 3; ++i) {

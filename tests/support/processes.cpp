@@ -95,8 +95,9 @@ gateway_process::gateway_process(const std::string& config_yaml) {
   if (!has_section(yaml, "admin")) yaml += "admin:\n  listen: 127.0.0.1:0\n";
   if (!has_section(yaml, "shutdown")) yaml += "shutdown:\n  drain_delay: 0s\n";
   config_path_ = dir_.write("gateway.yaml", yaml);
-  process_ = std::make_unique<child_process>(std::vector<std::string>{binary("TEST_GATEWAY_BIN", GATEWAY_BIN), "--config", config_path_},
-                                             dir_.file("gateway.stderr"));
+  process_ = std::make_unique<child_process>(
+      std::vector<std::string>{binary("TEST_GATEWAY_BIN", GATEWAY_BIN), "--config", config_path_},
+      dir_.file("gateway.stderr"));
   port_ = wait_listening(*process_, "gateway");
   admin_port_ = wait_listening(*process_, "gateway admin", admin_line);
 }

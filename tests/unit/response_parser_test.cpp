@@ -131,14 +131,17 @@ TEST_CASE("response parser: no body for 204 and 304") {
 // RFC 9110 15.2: a client skips interim responses; the final one is the answer. Taking a 1xx for the
 // answer would leave the real one on the connection for the next request (another client's).
 TEST_CASE("response parser: interim 1xx responses are skipped, every cut") {
-  check_all_cuts("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
-                 "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n{\"answer_for\":\"a\"}",
-                 200, "{\"answer_for\":\"a\"}", true);
-  check_all_cuts("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
-                 "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                 "2\r\n{}\r\n0\r\n\r\n",
-                 200, "{}", true);
-  check_all_cuts("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", 503, "", true);
+  check_all_cuts(
+      "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n{\"answer_for\":\"a\"}",
+      200, "{\"answer_for\":\"a\"}", true);
+  check_all_cuts(
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+      "HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "2\r\n{}\r\n0\r\n\r\n",
+      200, "{}", true);
+  check_all_cuts("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", 503, "",
+                 true);
   // Only an interim response so far: not done, whatever follows later.
   CHECK(parse("HTTP/1.1 103 Early Hints\r\n\r\n").ec == http::error::partial_message);
   CHECK(!parse("HTTP/1.1 100 Continue\r\n\r\n").done);
@@ -155,8 +158,7 @@ TEST_CASE("response parser: transfer codings other than one chunked are refused"
   for (const char* te : {"gzip", "gzip, chunked", "chunked, gzip", "chunked, chunked", "identity", "x-custom",
                          "deflate,chunked", "chunked,"}) {
     INFO(te);
-    CHECK(parse(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: ") + te +
-                    "\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    CHECK(parse(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: ") + te + "\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
                 0, true)
               .ec == http::error::bad_transfer_encoding);
   }
@@ -277,10 +279,12 @@ TEST_CASE("response parser: mutated answers, cut anywhere, never overrun or exce
 // Trailer fields are checked like header fields, line by line: a bare LF ends nothing (it must not let
 // the section run into the next response), and a line that is not a field is refused.
 TEST_CASE("response parser: trailers are fields ending in CRLF, every cut") {
-  check_all_cuts("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\r\nB-c: x y\r\n\r\n", 200,
-                 "{}", true);
-  CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nnot a field\r\n\r\n").ec ==
-        http::error::bad_field);
+  check_all_cuts(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\r\nB-c: x y\r\n\r\n", 200,
+      "{}", true);
+  CHECK(
+      parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nnot a field\r\n\r\n").ec ==
+      http::error::bad_field);
   CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\n\r\n").ec ==
         http::error::bad_field);
   CHECK(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\n"

@@ -36,52 +36,42 @@ struct recorded_entry final : deadline_queue::entry {
 
 }  // namespace
 
-TEST_CASE("direct_wake: resume_now resumes the waiting coroutine inside the call") {
+namespace {
+
+// The order of events when a posted handler wakes a waiting coroutine with `wake` (resume_now or notify).
+std::string wake_trace(void (direct_wake::*wake)()) {
   net::io_context ioc{1};
-  direct_wake wake;
+  direct_wake w;
   std::string trace;
   net::spawn(
       ioc,
       [&](net::yield_context yield) {
         trace += "wait ";
-        wake.wait(yield);
+        w.wait(yield);
         trace += "resumed ";
       },
       rethrow);
   net::post(ioc, [&] {
-    REQUIRE(wake.waiting());
-    trace += "resume ";
-    wake.resume_now();
-    trace += "returned";
+    REQUIRE(w.waiting());
+    trace += "wake ";
+    (w.*wake)();
+    CHECK_FALSE(w.waiting());
+    trace += "returned ";
   });
   ioc.run();
-  CHECK(trace == "wait resume resumed returned");
-  CHECK_FALSE(wake.waiting());
+  return trace;
+}
+
+}  // namespace
+
+TEST_CASE("direct_wake: resume_now resumes the waiting coroutine inside the call") {
+  CHECK(wake_trace(&direct_wake::resume_now) == "wait wake resumed returned ");
 }
 
 // notify() is for callers that go on touching their own state: the woken coroutine must not run (and
 // possibly end, freeing that state) before the caller has returned.
 TEST_CASE("direct_wake: notify resumes the waiting coroutine only after the caller has returned") {
-  net::io_context ioc{1};
-  direct_wake wake;
-  std::string trace;
-  net::spawn(
-      ioc,
-      [&](net::yield_context yield) {
-        trace += "wait ";
-        wake.wait(yield);
-        trace += "resumed ";
-      },
-      rethrow);
-  net::post(ioc, [&] {
-    REQUIRE(wake.waiting());
-    trace += "notify ";
-    wake.notify();
-    CHECK_FALSE(wake.waiting());
-    trace += "returned ";
-  });
-  ioc.run();
-  CHECK(trace == "wait notify returned resumed ");
+  CHECK(wake_trace(&direct_wake::notify) == "wait wake returned resumed ");
 }
 
 TEST_CASE("direct_wake: a notify before the wait makes the wait return at once") {
