@@ -57,20 +57,4 @@ std::vector<std::string> path_template::param_names() const {
   return names;
 }
 
-void path_template::append_encoded(std::string& out, std::string_view value) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  for (const char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '_' || c == '~';
-    if (unreserved) {
-      out += ch;
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    }
-  }
-}
-
 }  // namespace gateway

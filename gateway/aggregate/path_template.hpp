@@ -3,6 +3,8 @@
 // Parsed once at config load; expanded per call with every value percent-encoded so that a value can
 // never add a path segment, a query, a fragment or a header line (only A-Z a-z 0-9 - _ ~ pass through).
 
+#include "gateway/core/http_text.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,14 +31,12 @@ class path_template {
   void expand(std::string& out, Lookup&& lookup) const {
     for (const auto& p : pieces_) {
       if (p.is_param) {
-        append_encoded(out, lookup(p.text));
+        percent_encode(lookup(p.text), out);
       } else {
         out += p.text;
       }
     }
   }
-
-  static void append_encoded(std::string& out, std::string_view value);
 
  private:
   std::vector<piece> pieces_;

@@ -1,5 +1,9 @@
 #include "gateway/core/http_text.hpp"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
 namespace gateway {
 
 std::string_view reason_phrase(unsigned status) {
@@ -33,29 +37,17 @@ std::string_view reason_phrase(unsigned status) {
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   out.clear();
-  out.reserve(in.size());
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= in.size()) return false;
-      const int hi = hex(in[i + 1]);
-      const int lo = hex(in[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
+  const auto escaped = boost::urls::make_pct_string_view(in);
+  if (!escaped) return false;
+  boost::urls::encoding_opts opt;
+  opt.space_as_plus = plus_is_space;
+  escaped->decode(opt, boost::urls::string_token::assign_to(out));
   return true;
+}
+
+void percent_encode(std::string_view in, std::string& out) {
+  static constexpr auto kept = boost::urls::unreserved_chars - '.';
+  boost::urls::encode(in, kept, {}, boost::urls::string_token::append_to(out));
 }
 
 }  // namespace gateway

@@ -8,6 +8,8 @@
 #include <sqlite3.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/pchars.hpp>
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -54,18 +56,9 @@ std::string sqlite_error(sqlite3* db) {
 // A read-only database is opened as an immutable URI: no locks, no journal, no -wal/-shm files, so it
 // works on a read-only file system (a file baked into a container image).
 std::string immutable_uri(const std::string& path) {
-  std::string uri = "file:";
-  for (const char c : path) {
-    if (c == '%' || c == '?' || c == '#') {
-      constexpr char hex[] = "0123456789ABCDEF";
-      uri += '%';
-      uri += hex[static_cast<unsigned char>(c) >> 4];
-      uri += hex[static_cast<unsigned char>(c) & 0xF];
-    } else {
-      uri += c;
-    }
-  }
-  return uri + "?immutable=1";
+  // A path's characters stay as they are except those a URI path cannot hold ('%', '?', '#', ...).
+  static constexpr auto kept = boost::urls::pchars + '/';
+  return "file:" + boost::urls::encode(path, kept) + "?immutable=1";
 }
 
 }  // namespace
