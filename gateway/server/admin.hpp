@@ -1,42 +1,35 @@
 #pragma once
-// The admin listener: a small HTTP/1.1 server on its own port and its own thread, so that probes and
-// scrapes stay fast and correct while the public port is saturated. It only answers GET (and HEAD);
-// what each path returns is up to the handler, called on the admin thread. Beast-free header.
+// What each admin path answers: the probes (/livez, /startupz, /readyz), /metrics and /config. Called on
+// the admin thread; reads the process through `admin_sources` (atomics and thread-safe snapshots), never
+// waits. Beast-free.
 
-#include "gateway/config/config.hpp"
+#include "gateway/core/duration.hpp"
+#include "gateway/server/admin_server.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-
-#include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gateway {
 
-struct admin_reply {
-  unsigned status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
+class access_log;
+class heartbeat;
+class metrics_registry;
+class sql_downstream;
+struct server_state;
+
+// All of it is owned by the server and outlives the admin thread.
+struct admin_sources {
+  const server_state* state = nullptr;
+  std::vector<const heartbeat*> heartbeats;      // one per I/O thread, by index
+  clock::duration stall_threshold{};             // admin.stall_threshold: a silent thread fails /livez
+  std::vector<const sql_downstream*> databases;  // /readyz waits for them to connect
+  const metrics_registry* metrics = nullptr;
+  const access_log* log = nullptr;  // null when access logging is off
+  std::string config_json;          // the effective configuration, rendered once
 };
 
-class admin_server {
- public:
-  using handler = std::function<admin_reply(std::string_view path)>;
-
-  // Binds the listener; throws std::runtime_error when it cannot.
-  admin_server(const listen_address& listen, handler h);
-  ~admin_server();  // stops and joins
-  admin_server(const admin_server&) = delete;
-  admin_server& operator=(const admin_server&) = delete;
-
-  boost::asio::ip::tcp::endpoint local_endpoint() const;
-  void start();  // runs the admin thread
-  void stop();   // thread-safe, idempotent
-
- private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
-};
+// `path` without its query.
+admin_reply answer_admin(std::string_view path, const admin_sources& from);
 
 }  // namespace gateway

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cerrno>
 #include <memory>
 #include <utility>
@@ -23,8 +24,57 @@ client_io::client_io(net::ip::tcp::socket& socket, std::size_t buffer_limit)
       buffer_(buffer_limit),
       readiness_(socket),
       timer_(socket.get_executor()),
-      alive_(std::make_shared<client_io*>(this)) {
-  exact_ = report_input_left(socket_);
+      exact_(report_input_left(socket)),
+      alive_(std::make_shared<client_io*>(this)) {}
+
+client_io::~client_io() {
+  *alive_ = nullptr;  // the timer's handler may still be queued
+}
+
+// Every change of state_, and the only legal ones (anything else is a bug):
+//   looked_empty  unread, drained, pending -> drained; aborted -> aborted (the next wait must see it)
+//   input         unread, drained, pending, watching -> pending; aborted, peer_closed -> unchanged
+//   cancelled     unread, drained, pending, watching, aborted -> aborted; peer_closed -> unchanged
+//   consumed      pending, aborted -> unread
+//   watch         drained -> watching; aborted -> aborted (no readiness wait is queued: nothing to watch)
+//   unwatch       watching -> drained; pending, aborted, peer_closed -> unchanged
+//   peer_left     unread, drained, pending, aborted -> peer_closed
+void client_io::on(event e) {
+  using enum state;
+  const state s = state_;
+  bool legal = false;
+  switch (e) {
+    case event::looked_empty:
+      legal = s == unread || s == drained || s == pending || s == aborted;
+      if (s != aborted) state_ = drained;
+      break;
+    case event::input:
+      legal = true;
+      if (s != aborted && s != peer_closed) state_ = pending;
+      break;
+    case event::cancelled:
+      legal = true;
+      if (s != peer_closed) state_ = aborted;
+      break;
+    case event::consumed:
+      legal = s == pending || s == aborted;
+      state_ = unread;
+      break;
+    case event::watch:
+      legal = s == drained || s == aborted;
+      if (s == drained) state_ = watching;
+      break;
+    case event::unwatch:
+      legal = s == watching || s == pending || s == aborted || s == peer_closed;
+      if (s == watching) state_ = drained;
+      break;
+    case event::peer_left:
+      legal = s == unread || s == drained || s == pending || s == aborted;
+      state_ = peer_closed;
+      break;
+  }
+  assert(legal && "client_io: illegal state transition");
+  (void)legal;
 }
 
 client_io::read_result client_io::read_request(request_parser& parser, clock::time_point idle_until,
@@ -50,7 +100,7 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     }
     // Nothing was waiting at the last look (after the previous request, or a peek): no read until epoll
     // reports something; the client cannot have sent its next request before it had this answer.
-    if (quiet_ && wait_readable(until, yield) != wait_result::readable) return {false, {}};
+    if (state_ == state::drained && wait_readable(until, yield) != wait_result::readable) return {false, {}};
     const auto got = read_now(socket_, buffer_, 1024);
     if (got.drained && (exact_ || got.ec == net::error::would_block)) note_drained();
     if (got.bytes > 0) {
@@ -62,7 +112,7 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       continue;
     }
     if (got.ec == net::error::eof) {  // a cut request is partial_message (no answer), none at all just ends
-      readable_ = true;
+      on(event::input);
       if (!parser.got_some()) return {false, {}};
       error_code ec;
       parser.put_eof(ec);
@@ -70,52 +120,49 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     }
     if (got.ec == net::error::no_buffer_space) return {false, http::error::buffer_overflow};
     if (got.ec != net::error::would_block) return {false, {}};  // reset: nothing to answer
-    if (!quiet_ && wait_readable(until, yield) != wait_result::readable) return {false, {}};  // aborted
+    // Still not drained: only an abort is left to report (the wait returns at once).
+    if (state_ != state::drained && wait_readable(until, yield) != wait_result::readable) return {false, {}};
   }
 }
 
 void client_io::note_drained() {
-  if (aborted_) return;  // the socket was cancelled: the next wait must see it
-  readable_ = false;
-  quiet_ = true;
-  if (!readiness_.waiting()) readiness_.wait(*this);  // reports whatever arrives from now on
+  on(event::looked_empty);
+  // Reports whatever arrives from now on; after an abort nothing is queued (the next wait must see it).
+  if (state_ != state::aborted && !readiness_.waiting()) readiness_.wait(*this);
 }
 
 void client_io::release_buffer() {
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
 }
 
-client_io::~client_io() {
-  *alive_ = nullptr;  // the timer's handler may still be queued
-}
-
 client_io::wait_result client_io::wait_readable(clock::time_point until, net::yield_context yield) {
-  if (!readable_) {
+  assert(state_ != state::watching && state_ != state::peer_closed);
+  if (state_ == state::unread || state_ == state::drained) {
     if (!readiness_.waiting()) readiness_.wait(*this);
-    mode_ = mode::waiting;
     wait_until_ = until;
     arm_timer();
     wake_.wait(yield);  // resumed by on_readable, or by the timer at `until`
-    mode_ = mode::none;
-    if (!readable_) return wait_result::timed_out;
+    if (state_ == state::unread || state_ == state::drained) return wait_result::timed_out;
   }
-  readable_ = false;
-  return std::exchange(aborted_, false) ? wait_result::aborted : wait_result::readable;
+  const bool aborted = state_ == state::aborted;
+  on(event::consumed);
+  return aborted ? wait_result::aborted : wait_result::readable;
 }
 
 // The timer is set for a wait's end only when it is not set already for an earlier time: a connection's
 // waits for its next request then cost no timer operation; a timer that fires before the wait's end (set
 // for an earlier wait) sets itself again.
 void client_io::arm_timer() {
-  if (timer_set_ && timer_due_ <= wait_until_) return;
-  timer_set_ = true;
+  if (timer_job_ == timer_job::wait_end && timer_due_ <= wait_until_) return;
+  timer_job_ = timer_job::wait_end;
   timer_due_ = wait_until_;
   timer_.expires_at(timer_due_);  // replaces a later wait (its handler runs as aborted)
   timer_.async_wait([alive = alive_](const error_code& ec) {
     if (ec || *alive == nullptr) return;
     auto& self = **alive;
-    self.timer_set_ = false;
-    if (self.mode_ != mode::waiting) return;  // a request is being handled; the next wait sets it again
+    // A handler that was already queued when a write replaced it leaves the write's job alone.
+    if (self.timer_job_ == timer_job::wait_end) self.timer_job_ = timer_job::none;
+    if (!self.wake_.waiting()) return;  // a request is being handled; the next wait sets it again
     if (clock::now() < self.wait_until_) return self.arm_timer();
     self.wake_.resume_now();  // timed out; last: the connection may end (the handler holds only `alive`)
   });
@@ -124,47 +171,47 @@ void client_io::arm_timer() {
 void client_io::on_readable(const error_code& ec) {
   // Input, end of stream or an error is there now, and no new edge will announce it: the next wait
   // returns at once. An abort (the socket cancelled: drain, shutdown) ends the next wait too.
-  readable_ = true;
-  quiet_ = false;
-  if (ec) {
-    aborted_ = true;
-  } else {
+  const bool watched = state_ == state::watching;
+  on(ec ? event::cancelled : event::input);
+  if (!ec) {
     // Queued again at once: the coroutine resumes only after the event loop has polled epoll again, and
     // an edge reported meanwhile (the client closing right after its request) must find a wait queued.
     readiness_.wait(*this);
   }
-  if (mode_ == mode::waiting) {
+  if (wake_.waiting()) {
     wake_.resume_now();  // last, in a completion: the resumed coroutine may end the connection
-  } else if (mode_ == mode::watching && !ec) {
+  } else if (watched && !ec) {
     check_peer();
   }
 }
 
 void client_io::watch_peer(std::function<void()> on_close) {
   on_close_ = std::move(on_close);
-  peer_closed_ = false;
-  mode_ = mode::watching;
   // The request's last read left nothing behind: from now on epoll reports the client leaving. Else one
   // look first: an end of stream that arrived together with the request raises no edge of its own.
-  if (!quiet_ || !exact_) check_peer();
+  if (state_ == state::drained && exact_) return on(event::watch);
+  check_peer();
 }
 
 void client_io::stop_watch() {
-  mode_ = mode::none;  // the wait stays queued: it is the next request's
+  on(event::unwatch);  // the readiness wait stays queued: it is the next request's
   on_close_ = nullptr;
 }
 
+// A look while a watch is wanted: nothing waiting keeps (or starts) the watch; bytes (a pipelined request)
+// end it quietly; the end of stream or an error calls on_close_.
 void client_io::check_peer() {
   char byte = 0;
   ssize_t n = 0;
   do {
     n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return note_drained();
-  mode_ = mode::none;
-  readable_ = true;
-  if (n > 0) return;  // a pipelined request: the client is still there
-  peer_closed_ = true;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    note_drained();
+    return on(event::watch);
+  }
+  if (n > 0) return on(event::input);  // a pipelined request: the client is still there
+  on(event::peer_left);
   if (auto cb = std::exchange(on_close_, nullptr)) cb();
 }
 
@@ -188,18 +235,19 @@ bool client_io::send(std::string_view head, std::string_view body, clock::durati
   const std::array<net::const_buffer, 2> rest{
       net::buffer(head.data(), head.size()) + sent,
       net::buffer(body.data(), body.size()) + (sent > head.size() ? sent - head.size() : 0)};
-  timer_set_ = false;  // the write's own timeout replaces the wait's (whose handler then runs as aborted)
+  timer_job_ = timer_job::write_timeout;  // replaces the wait's (whose handler then runs as aborted)
   const auto write = ++writes_;
-  writing_ = true;
   timer_.expires_after(write_timeout);
   timer_.async_wait([alive = alive_, write](const error_code& ec) {
-    if (ec || *alive == nullptr || !(*alive)->writing_ || (*alive)->writes_ != write) return;
+    if (ec || *alive == nullptr) return;
+    auto& self = **alive;
+    if (self.timer_job_ != timer_job::write_timeout || self.writes_ != write) return;
     error_code ignored;
-    (*alive)->socket_.cancel(ignored);
+    self.socket_.cancel(ignored);
   });
   error_code ec;
   net::async_write(socket_, rest, yield[ec]);
-  writing_ = false;
+  timer_job_ = timer_job::none;
   timer_.cancel();
   return !ec;
 }

@@ -60,12 +60,34 @@ class client_io final : read_readiness::listener {
 
   void watch_peer(std::function<void()> on_close);
   void stop_watch();
-  bool peer_closed() const { return peer_closed_; }
+  bool peer_closed() const { return state_ == state::peer_closed; }
 
  private:
-  enum class mode { none, waiting, watching };
+  // What is known about the socket's input, and whether a request's handling is watching it. The
+  // transitions all go through on(); its table lists the legal ones.
+  enum class state : std::uint8_t {
+    unread,       // nothing known: read before waiting (a new connection; a wait has just reported input)
+    drained,      // nothing was waiting at the last look; the readiness wait reports what comes next
+    pending,      // input, end of stream or an error is waiting, and no new edge will announce it
+    aborted,      // the socket was cancelled (drain, shutdown): the next wait returns at once, aborted
+    watching,     // drained, and a request is being handled: the readiness wait watches for the client
+    peer_closed,  // the client closed while watched (end of stream or reset); final
+  };
+  enum class event : std::uint8_t {
+    looked_empty,  // a read or a peek found nothing waiting (the readiness wait is queued unless aborted)
+    input,         // the readiness wait fired, a read met the end of stream, or a peek found bytes
+    cancelled,     // the readiness wait fired with an error: the socket was cancelled or closed
+    consumed,      // a wait returned what pending / aborted announced
+    watch,         // a request's handling starts watching (after a look that found nothing)
+    unwatch,       // a request's handling has ended
+    peer_left,     // a peek found the end of stream or an error
+  };
+  // What the timer is set for: a wait's end (at timer_due_) or a write's timeout; none once its handler
+  // ran or the write ended. A wait's timer outlives its wait (see arm_timer); a write replaces it.
+  enum class timer_job : std::uint8_t { none, wait_end, write_timeout };
   enum class wait_result { readable, timed_out, aborted };
 
+  void on(event e);
   void on_readable(const boost::system::error_code& ec) override;
   wait_result wait_readable(clock::time_point until, boost::asio::yield_context yield);
   void check_peer();
@@ -76,20 +98,15 @@ class client_io final : read_readiness::listener {
   boost::beast::flat_buffer buffer_;
   read_readiness readiness_;
   boost::asio::steady_timer timer_;  // a wait's end (idle, header timeout), or a write's timeout
-  direct_wake wake_;                 // the coroutine in wait_readable()
-  clock::time_point wait_until_{};   // the current wait's end
-  bool timer_set_ = false;           // timer_ is set, for timer_due_, on a wait's behalf
-  clock::time_point timer_due_{};
-  bool writing_ = false;               // an answer is being written under timer_
+  direct_wake wake_;  // the coroutine in wait_readable(); waiting() while it is suspended there
+  const bool exact_;  // reads report an end of stream left behind (TCP_INQ); else a peek checks
+  state state_ = state::unread;
+  timer_job timer_job_ = timer_job::none;
+  clock::time_point timer_due_{};      // with timer_job::wait_end
+  clock::time_point wait_until_{};     // the current wait's end
   std::uint64_t writes_ = 0;           // numbers the writes, for a timer's handler that runs late
   std::shared_ptr<client_io*> alive_;  // null once destroyed: the timer's handler may still be queued
-  mode mode_ = mode::none;
-  bool readable_ = false;  // input (or an error) is waiting and no new edge will announce it
-  bool quiet_ = false;     // nothing was waiting at the last look, and the wait reports what comes next
-  bool exact_ = false;     // reads report an end of stream left behind (TCP_INQ); else a peek checks
-  bool aborted_ = false;
-  bool peer_closed_ = false;
-  std::function<void()> on_close_;
+  std::function<void()> on_close_;     // the watch's, called once when the client leaves
 };
 
 }  // namespace gateway

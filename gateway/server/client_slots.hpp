@@ -22,7 +22,6 @@ class client_slots {
   // nothing is counted).
   bool take(const address& a);
   void give(const address& a);
-  bool enabled() const { return cap_ != 0; }
 
  private:
   struct hash {

@@ -1,6 +1,6 @@
 #pragma once
 // Checks of a parsed request's framing that Beast's parser leaves to its user. Pure functions; included
-// by the session only (it brings in Beast's fields).
+// by the session and the request-head fuzz target only (it brings in Beast's fields).
 
 #include <boost/beast/http/fields.hpp>
 

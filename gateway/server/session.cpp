@@ -5,55 +5,27 @@
 #include "gateway/core/spare_strings.hpp"
 #include "gateway/server/client_io.hpp"
 #include "gateway/server/request_framing.hpp"
+#include "gateway/server/response_head.hpp"
 
 #include <boost/beast/http/error.hpp>
-
-#include <sys/ioctl.h>
 
 namespace gateway {
 
 namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 using boost::system::error_code;
-
-void session_registry::close_idle() {
-  walking_ = true;
-  for (auto& e : entries_) {
-    if (!e.idle) continue;
-    int pending = 0;
-    if (::ioctl(e.socket->native_handle(), FIONREAD, &pending) == 0 && pending > 0) continue;
-    error_code ignored;
-    e.socket->cancel(ignored);
-  }
-  walking_ = false;
-}
-
-void session_registry::close_all() {
-  walking_ = true;
-  for (auto& e : entries_) {
-    if (e.control) e.control->cancel(cancel_reason::shutdown);
-    error_code ignored;
-    e.socket->shutdown(net::ip::tcp::socket::shutdown_receive, ignored);
-    e.socket->cancel(ignored);
-  }
-  walking_ = false;
-}
 
 namespace {
 
-std::string response_head(const outbound_response& r, bool keep_alive) {
-  std::string head;
-  head.reserve(192 + r.degraded.size());
-  head.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ").append(reason_phrase(r.status));
-  head.append("\r\nContent-Type: application/json\r\nContent-Length: ").append(std::to_string(r.body.size()));
-  if (!r.request_id.empty()) head.append("\r\nX-Request-Id: ").append(r.request_id);
-  if (!r.degraded.empty()) head.append("\r\nX-Degraded: ").append(r.degraded);
-  if (!r.allow.empty()) head.append("\r\nAllow: ").append(r.allow);
-  if (r.status == 503) head.append("\r\nRetry-After: 1");
-  if (!keep_alive) head.append("\r\nConnection: close");
-  head.append("\r\n\r\n");
-  return head;
+std::string head_of(const outbound_response& r, bool keep_alive) {
+  return serialize({.status = r.status,
+                    .content_type = "application/json",
+                    .content_length = r.body.size(),
+                    .request_id = r.request_id,
+                    .degraded = r.degraded,
+                    .allow = r.allow,
+                    .retry_after = r.status == 503,
+                    .keep_alive = keep_alive});
 }
 
 // Maps a read failure to the answer the client still deserves, or 0 when the connection just ends.
@@ -140,7 +112,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   };
   // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
   auto send = [&](const outbound_response& r, bool keep_alive, bool head_only = false) {
-    return io.send(response_head(r, keep_alive), head_only ? std::string_view() : std::string_view(r.body),
+    return io.send(head_of(r, keep_alive), head_only ? std::string_view() : std::string_view(r.body),
                    limits.write_timeout, yield);
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };

@@ -1,0 +1,93 @@
+#include "gateway/observe/exposition.hpp"
+
+#include "gateway/core/memory_budget.hpp"
+#include "gateway/observe/logging.hpp"
+#include "gateway/observe/metrics.hpp"
+#include "gateway/observe/process_stats.hpp"
+#include "gateway/observe/prometheus.hpp"
+#include "gateway/sql/sql_downstream.hpp"
+
+namespace gateway {
+namespace {
+
+void render_databases(prometheus_writer& out, const std::vector<const sql_downstream*>& databases) {
+  if (databases.empty()) return;
+  out.family("gateway_db_semaphore_permits_available", "gauge", "Free permits of the database semaphore.");
+  for (const auto* d : databases)
+    out.sample("gateway_db_semaphore_permits_available", {{"downstream", d->name()}},
+               static_cast<double>(d->semaphore().available()));
+  out.family("gateway_db_semaphore_waiting", "gauge", "Calls queued for a database permit.");
+  for (const auto* d : databases)
+    out.sample("gateway_db_semaphore_waiting", {{"downstream", d->name()}},
+               static_cast<double>(d->semaphore().waiting()));
+  out.family("gateway_db_semaphore_wait_seconds", "histogram",
+             "Time calls spent queued for a database permit.");
+  for (const auto* d : databases)
+    out.histogram_sample("gateway_db_semaphore_wait_seconds", {{"downstream", d->name()}},
+                         d->semaphore().wait_time().read());
+  out.family("gateway_db_pool_connections", "gauge", "Database connections by state.");
+  for (const auto* d : databases) {
+    const auto c = d->pool_counts();
+    out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "idle"}},
+               static_cast<double>(c.idle));
+    out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "in_use"}},
+               static_cast<double>(c.in_use));
+    out.sample("gateway_db_pool_connections", {{"downstream", d->name()}, {"state", "broken"}},
+               static_cast<double>(c.broken));
+  }
+  out.family("gateway_db_queries_total", "counter", "Database calls by outcome.");
+  for (const auto* d : databases) {
+    for (auto outcome : {call_outcome::ok, call_outcome::timeout, call_outcome::error,
+                         call_outcome::cancelled, call_outcome::rejected}) {
+      out.sample("gateway_db_queries_total", {{"downstream", d->name()}, {"outcome", to_string(outcome)}},
+                 static_cast<double>(d->stats().queries[static_cast<std::size_t>(outcome)].load()));
+    }
+  }
+  out.family("gateway_db_cancellations_total", "counter",
+             "Queries cancelled on the server or interrupted at their deadline.");
+  for (const auto* d : databases)
+    out.sample("gateway_db_cancellations_total", {{"downstream", d->name()}},
+               static_cast<double>(d->stats().server_cancels.load()));
+}
+
+// One family with one unlabelled sample.
+void single(prometheus_writer& out, std::string_view name, std::string_view type, std::string_view help,
+            double value) {
+  out.family(name, type, help);
+  out.sample(name, {}, value);
+}
+
+}  // namespace
+
+std::string render_exposition(const exposition_sources& from) {
+  prometheus_writer out;
+  from.metrics->render(out, from.inflight);
+  single(out, "gateway_buffered_bytes", "gauge",
+         "Bytes of downstream answers buffered, counted against the memory budget.",
+         static_cast<double>(memory_budget::used()));
+  single(out, "gateway_memory_budget_bytes", "gauge",
+         "The memory budget for buffered answers (limits.memory_budget, or derived).",
+         static_cast<double>(memory_budget::limit()));
+  single(out, "gateway_open_connections", "gauge", "Open client connections on the public listener.",
+         static_cast<double>(from.open_connections));
+  if (from.log) {
+    single(out, "gateway_access_log_dropped_total", "counter",
+           "Access log lines dropped because stdout was full, slow or failing.",
+           static_cast<double>(from.log->dropped()));
+  }
+  render_databases(out, *from.databases);
+  const auto p = read_process_stats();
+  single(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",
+         p.cpu_seconds);
+  single(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+         static_cast<double>(p.resident_bytes));
+  single(out, "process_open_fds", "gauge", "Open file descriptors.", static_cast<double>(p.open_fds));
+  single(out, "process_max_fds", "gauge", "Limit on open file descriptors.", static_cast<double>(p.max_fds));
+  single(out, "process_start_time_seconds", "gauge",
+         "Start time of the process since the Unix epoch, in seconds.", p.start_time_seconds);
+  out.family("gateway_build_info", "gauge", "Always 1; the labels tell the build.");
+  out.sample("gateway_build_info", {{"version", GATEWAY_VERSION}}, 1);
+  return out.take();
+}
+
+}  // namespace gateway

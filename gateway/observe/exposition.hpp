@@ -1,0 +1,26 @@
+#pragma once
+// The whole /metrics page in the Prometheus text format: the request metrics, then the gateway's gauges
+// (memory budget, open connections, access log), the databases, the process and the build. Rendered on
+// the admin thread at each scrape; reads only atomics and thread-safe snapshots.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gateway {
+
+class access_log;
+class metrics_registry;
+class sql_downstream;
+
+struct exposition_sources {
+  const metrics_registry* metrics = nullptr;
+  std::size_t inflight = 0;          // requests being handled
+  std::size_t open_connections = 0;  // on the public listener
+  const access_log* log = nullptr;   // null when access logging is off
+  const std::vector<const sql_downstream*>* databases = nullptr;
+};
+
+std::string render_exposition(const exposition_sources& from);
+
+}  // namespace gateway

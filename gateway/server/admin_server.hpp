@@ -1,0 +1,42 @@
+#pragma once
+// The admin listener: a small HTTP/1.1 server on its own port and its own thread, so that probes and
+// scrapes stay fast and correct while the public port is saturated. It only answers GET (and HEAD);
+// what each path returns is up to the handler, called on the admin thread. Beast-free header.
+
+#include "gateway/config/config.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gateway {
+
+struct admin_reply {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+class admin_server {
+ public:
+  using handler = std::function<admin_reply(std::string_view path)>;
+
+  // Binds the listener; throws std::runtime_error when it cannot.
+  admin_server(const listen_address& listen, handler h);
+  ~admin_server();  // stops and joins
+  admin_server(const admin_server&) = delete;
+  admin_server& operator=(const admin_server&) = delete;
+
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  void start();  // runs the admin thread
+  void stop();   // thread-safe, idempotent
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace gateway

@@ -1,0 +1,44 @@
+#pragma once
+// The graceful drain (first SIGTERM), driven on I/O thread 0:
+//   1. at once: /readyz answers 503 (state.draining) while serving goes on;
+//   2. after shutdown.drain_delay: state.closing is set and the listener closes, and the idle connections
+//      with it; kept-alive connections answer their next request with "Connection: close";
+//   3. once the last connection has gone (checked every 20 ms): stop.
+// Whatever still runs shutdown.timeout after the signal is cancelled: stop. Beast-free.
+
+#include "gateway/config/config.hpp"
+#include "gateway/server/server_state.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <functional>
+
+namespace gateway {
+
+class graceful_drain {
+ public:
+  // `close_listener` closes the public listener and the idle connections (called on `ioc`'s thread);
+  // `stop` is the server's stop(). Both, `settings` and `state` outlive this.
+  graceful_drain(boost::asio::io_context& ioc, const shutdown_settings& settings, server_state& state,
+                 std::function<void()> close_listener, std::function<void()> stop);
+
+  // Starts the drain. Thread-safe and idempotent; does nothing once the server is stopping.
+  void begin();
+  // Cancels the drain's timers (stop() does); on `ioc`'s thread.
+  void cancel();
+
+ private:
+  void close_listener();
+  void wait_for_connections();
+
+  boost::asio::io_context& ioc_;
+  const shutdown_settings& settings_;
+  server_state& state_;
+  std::function<void()> close_listener_;
+  std::function<void()> stop_;
+  boost::asio::steady_timer drain_timer_;     // the drain delay, then the connection count checks
+  boost::asio::steady_timer shutdown_timer_;  // shutdown.timeout from the signal
+};
+
+}  // namespace gateway

@@ -1,0 +1,26 @@
+#pragma once
+// What a connection's coroutine uses besides its socket: all of it outlives the connection (owned by the
+// server, or by the connection's I/O thread).
+
+#include "gateway/config/config.hpp"
+#include "gateway/observe/logging.hpp"
+#include "gateway/observe/metrics.hpp"
+#include "gateway/server/request_handler.hpp"
+#include "gateway/server/server_state.hpp"
+#include "gateway/server/session_registry.hpp"
+
+#include <cstddef>
+
+namespace gateway {
+
+struct session_context {
+  const request_handler* handler = nullptr;
+  const gateway_config* config = nullptr;
+  session_registry* registry = nullptr;  // the connection's I/O thread's
+  server_state* state = nullptr;
+  worker_metrics* metrics = nullptr;  // the connection's I/O thread's
+  access_log* log = nullptr;          // null when access logging is off
+  std::size_t worker = 0;             // the index of the connection's I/O thread
+};
+
+}  // namespace gateway
