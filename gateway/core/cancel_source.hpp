@@ -23,7 +23,7 @@ class cancel_source {
   bool cancelled() const { return reason_ != cancel_reason::none; }
   cancel_reason reason() const { return reason_; }
 
-  // Registers `hook` until the returned guard is destroyed.
+  // Registers `hook` with `src` while it lives (one hook at a time: a new guard replaces the last one's).
   class scoped_hook {
    public:
     scoped_hook(cancel_source& src, std::function<void()> hook) : src_(src) { src_.hook_ = std::move(hook); }
@@ -34,9 +34,6 @@ class cancel_source {
    private:
     cancel_source& src_;
   };
-  [[nodiscard]] scoped_hook on_cancel(std::function<void()> hook) {
-    return scoped_hook(*this, std::move(hook));
-  }
 
  private:
   cancel_reason reason_ = cancel_reason::none;

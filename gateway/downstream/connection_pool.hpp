@@ -2,7 +2,7 @@
 // Keep-alive connections to one downstream, owned by one I/O thread (no locking: every member runs on
 // that thread's io_context). At most `cap` connections are open; a caller at the cap waits in FIFO order
 // (a waiter with a timer) until a connection is released or closed, its deadline passes, or it is
-// cancelled. The pool never waits itself: callers drive it (http_downstream's call state machine).
+// cancelled. The pool never waits itself: callers drive it (http_call's state machine).
 // Include only from downstream implementation files: it pulls in Beast.
 
 #include "gateway/core/cancel_source.hpp"
@@ -50,7 +50,7 @@ class connection_pool {
 
   // A caller waiting for a connection at the cap: its timer expires at its deadline; the pool cancels it
   // early after handing over a released connection (`conn`) or a freed slot (`slot_freed`: the caller then
-  // opens a connection in it, or passes it on with pass_slot()).
+  // takes it with claim_freed_slot() and opens a connection in it, or gives it back with release_slot()).
   struct waiter {
     boost::asio::steady_timer* timer = nullptr;
     handle conn;

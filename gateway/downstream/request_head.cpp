@@ -1,0 +1,63 @@
+#include "gateway/downstream/request_head.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+namespace gateway {
+
+namespace {
+
+constexpr std::string_view request_id_field = "\r\nX-Request-Id: ";
+constexpr std::string_view traceparent_field = "\r\ntraceparent: ";
+constexpr std::string_view head_end = "\r\n\r\n";
+constexpr std::size_t millis_digits = 20;  // the most a 64-bit count of milliseconds takes
+
+char* put(char* out, std::string_view s) {
+  std::memcpy(out, s.data(), s.size());
+  return out + s.size();
+}
+
+std::size_t decimal_size(long long v) {
+  std::size_t n = 1;
+  for (; v >= 10; v /= 10) ++n;
+  return n;
+}
+
+}  // namespace
+
+request_head::request_head(const downstream_settings& settings) {
+  // RFC 9110 7.2 / RFC 3986 3.2.2: an IPv6 literal is written in brackets.
+  const bool ipv6_literal = settings.host.find(':') != std::string::npos;
+  const auto name = ipv6_literal ? "[" + settings.host + "]" : settings.host;
+  const auto host = settings.port == 80 ? name : name + ":" + std::to_string(settings.port);
+  prefix_ = "GET " + settings.base_path;
+  middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ";
+}
+
+std::size_t request_head::size(const call_request& request) const {
+  std::size_t n = prefix_.size() + request.target.size() + middle_.size() +
+                  decimal_size(millis_left(request.deadline, request.now)) + request_id_field.size() +
+                  request.request_id.size() + head_end.size();
+  if (!request.traceparent.empty()) n += traceparent_field.size() + request.traceparent.size();
+  return n;
+}
+
+void request_head::write(const call_request& request, char* out) const {
+  char millis[millis_digits];
+  const auto left =
+      std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline, request.now)).ptr;
+  out = put(out, prefix_);
+  out = put(out, request.target);
+  out = put(out, middle_);
+  out = put(out, std::string_view(millis, static_cast<std::size_t>(left - millis)));
+  out = put(out, request_id_field);
+  out = put(out, request.request_id);
+  if (!request.traceparent.empty()) {
+    out = put(out, traceparent_field);
+    out = put(out, request.traceparent);
+  }
+  put(out, head_end);
+}
+
+}  // namespace gateway

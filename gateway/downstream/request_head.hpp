@@ -1,0 +1,28 @@
+#pragma once
+// The head of a downstream GET request: the request line, Host, Accept, X-Request-Timeout-Ms (the time
+// left until the call's deadline), X-Request-Id and, when the client sent one, traceparent. The parts fixed
+// by the downstream's settings are built once; a call's parts are written straight into its own buffer,
+// without an allocation. Pure: no I/O.
+
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/downstream.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace gateway {
+
+class request_head {
+ public:
+  explicit request_head(const downstream_settings& settings);
+
+  // write() writes exactly size() bytes at `out`.
+  std::size_t size(const call_request& request) const;
+  void write(const call_request& request, char* out) const;
+
+ private:
+  std::string prefix_;  // "GET " and the base path
+  std::string middle_;  // from the version through the Host and Accept fields to the timeout's name
+};
+
+}  // namespace gateway
