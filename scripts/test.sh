@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds the release and the sanitizer (ASan+UBSan) presets, and runs the
-# whole test suite (ctest) under both, then the fuzz targets briefly, then a smoke run of the benchmark kit.
+# Installs what is missing, builds the release, portable (read_readiness on public Asio API only) and
+# sanitizer (ASan+UBSan) presets, and runs the whole test suite (ctest) under each, then the fuzz targets
+# briefly, then a smoke run of the benchmark kit. The portable build follows the release one: only the
+# files that differ are compiled again, the rest comes from ccache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build test fuzz
-for preset in release asan; do
+for preset in release portable asan; do
   echo "=== build: $preset"
   scripts/build.sh "$preset"
   echo "=== test: $preset"

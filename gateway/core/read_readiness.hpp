@@ -1,9 +1,10 @@
 #pragma once
-// Tells when a TCP socket has something to read (data, end of stream or an error) without a system call
-// to start waiting. Asio's own ways to wait cost one each time on epoll: `async_read_some` first tries a
-// `recv` that fails with EAGAIN when the answer cannot be there yet (just after writing a request), and
-// `async_wait` re-arms the descriptor with `epoll_ctl`. The socket is already registered edge-triggered
-// for input, so a queued operation that never reads by itself is enough: epoll reports the next arrival.
+// Tells when a TCP socket has something to read (data, end of stream or an error), on the fast path
+// without a system call to start waiting. Asio's own ways to wait cost one each time on epoll:
+// `async_read_some` first tries a `recv` that fails with EAGAIN when the answer cannot be there yet (just
+// after writing a request), and `async_wait` re-arms the descriptor with `epoll_ctl`. The socket is already
+// registered edge-triggered for input, so a queued operation that never reads by itself is enough: epoll
+// reports the next arrival.
 //
 // The contract that makes this correct with edge triggering: after a wake-up, the owner reads until
 // read_now reports the socket drained, then calls wait() again before returning to the event loop; or it
@@ -13,9 +14,16 @@
 //
 // One wait at a time; the listener runs on the socket's executor, with an error (operation_aborted) when
 // the socket is cancelled or closed. Destroying this object with a wait queued is allowed only after the
-// socket was closed (or together with it): the queued operation then frees itself when Asio completes or
-// discards it. Uses Asio 1.81's epoll reactor (the socket's io_context must use it; checked at compile
-// time).
+// socket was closed (or together with it): the queued wait then frees itself when Asio completes or
+// discards it, without calling the listener.
+//
+// Two implementations, chosen at build time (read_readiness_path.hpp): the fast path above, a reactor
+// operation of Asio 1.81's epoll reactor, built only for Boost 1.81 with Asio on epoll; elsewhere, or with
+// the CMake option GATEWAY_PORTABLE_READINESS, `async_wait(wait_read)`: public API, one `epoll_ctl` per
+// wait. The portable path keeps the contract and reports more: a wait queued while input is waiting
+// completes at the event loop's next poll if that input is still unread then (level, not edge). A
+// report means "may be readable" on either path; an owner that queues the wait again at once and leaves
+// the input unread is told again at every poll until it reads (the event loop does not sleep meanwhile).
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -43,9 +51,9 @@ class read_readiness {
   bool waiting() const;
 
  private:
-  struct op;
+  struct state;  // the queued wait's; owned by this object, or by the queued wait once orphaned
   boost::asio::ip::tcp::socket& socket_;
-  op* op_;
+  state* state_;
 };
 
 // Asks the kernel to report, with every read, how much is left to read (TCP_INQ): an end of stream that

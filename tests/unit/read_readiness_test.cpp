@@ -124,6 +124,37 @@ TEST_CASE("read_readiness: destroyed with a wait queued, the wait is dropped wit
   CHECK(r.calls == 0);
 }
 
+TEST_CASE("read_readiness: the listener may destroy its owner when told") {
+  // The owner of a connection ends it from on_readable: closes the socket and destroys the read_readiness,
+  // with or without having queued the next wait first.
+  struct owner final : read_readiness::listener {
+    tcp::socket& socket;
+    std::optional<read_readiness> readiness;
+    bool wait_again = false;
+    int calls = 0;
+    explicit owner(tcp::socket& s) : socket(s), readiness(std::in_place, s) {}
+    void on_readable(const error_code&) override {
+      ++calls;
+      if (wait_again) readiness->wait(*this);
+      socket.close();
+      readiness.reset();
+    }
+  };
+  socket_pair p;
+  owner o(p.local);
+  SECTION("with no wait queued") {}
+  SECTION("with the next wait queued: it completes aborted later, without a call") {
+    o.wait_again = true;
+  }
+  o.readiness->wait(o);
+  net::write(p.peer, net::buffer(std::string("bye")));
+  p.run_until([&] { return o.calls > 0; });
+  p.ioc.restart();
+  p.ioc.run_for(20ms);
+  CHECK(o.calls == 1);
+  CHECK_FALSE(o.readiness.has_value());
+}
+
 TEST_CASE("read_now: drained only when neither data nor an end of stream is left behind") {
   socket_pair s;
   report_input_left(s.local);
