@@ -1,6 +1,5 @@
 #include "gateway/aggregate/merge.hpp"
 
-#include "gateway/core/spare_strings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -134,7 +133,6 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
 
   // Pass 2: write.
   std::string& out = merged.body;
-  out = spare_strings::take(size);
   out.resize(size);
   writer w(out.data());
   w.put(as_object ? '{' : '[');

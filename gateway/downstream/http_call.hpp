@@ -17,7 +17,6 @@
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
-#include "gateway/downstream/call_memory.hpp"
 #include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/downstream/response_parser.hpp"
@@ -33,7 +32,7 @@ namespace gateway {
 
 class request_head;
 
-class http_call final : public read_readiness::listener, private call_memory_allocated {
+class http_call final : public read_readiness::listener {
  public:
   // Starts a call on the current thread's `pool` (the request's I/O thread). Reports through `sink`
   // exactly once, possibly before returning (already cancelled, host not resolved); copies what it needs

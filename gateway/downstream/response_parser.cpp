@@ -1,6 +1,5 @@
 #include "gateway/downstream/response_parser.hpp"
 
-#include "gateway/core/spare_strings.hpp"
 
 #include <boost/beast/http/error.hpp>
 
@@ -327,7 +326,7 @@ std::size_t response_parser::parse_head(std::string_view data, error_code& ec) {
       ec = http::error::body_limit;
       return 0;
     }
-    body_ = spare_strings::take(static_cast<std::size_t>(length_));  // given back after the merge
+    body_.reserve(static_cast<std::size_t>(length_));
     state_ = length_ == 0 ? state::done : state::body_length;
   } else {
     state_ = state::body_to_eof;

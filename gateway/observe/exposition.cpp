@@ -48,6 +48,11 @@ void render_databases(prometheus_writer& out, const std::vector<const sql_downst
   for (const auto* d : databases)
     out.sample("gateway_db_cancellations_total", {{"downstream", d->name()}},
                static_cast<double>(d->stats().server_cancels.load()));
+  out.family("gateway_db_reconnects_total", "counter",
+             "Database connections opened again after the start (a broken one replaced).");
+  for (const auto* d : databases)
+    out.sample("gateway_db_reconnects_total", {{"downstream", d->name()}},
+               static_cast<double>(d->stats().reconnects.load()));
 }
 
 // One family with one unlabelled sample.

@@ -1,9 +1,10 @@
 #include "gateway/server/request_handler.hpp"
 
 #include "gateway/aggregate/merge.hpp"
+#include "gateway/core/char_class.hpp"
 #include "gateway/core/json_text.hpp"
-#include "gateway/core/spare_strings.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -14,22 +15,14 @@ namespace gateway {
 namespace {
 
 bool safe_token(std::string_view s, std::size_t max) {
-  if (s.empty() || s.size() > max) return false;
-  for (const char c : s) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '_' || c == '.' || c == ':';
-    if (!ok) return false;
-  }
-  return true;
+  return !s.empty() && s.size() <= max && char_class::all_of(s, char_class::request_id);
 }
 
 // W3C trace context: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>" (55 characters).
 bool valid_traceparent(std::string_view s) {
   if (s.size() != 55 || s[2] != '-' || s[35] != '-' || s[52] != '-') return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i == 2 || i == 35 || i == 52) continue;
-    const char c = s[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  for (const std::string_view hex : {s.substr(0, 2), s.substr(3, 32), s.substr(36, 16), s.substr(53, 2)}) {
+    if (!char_class::all_of(hex, char_class::lower_hex)) return false;
   }
   return s.substr(0, 2) != "ff" && s.substr(3, 32) != std::string_view("00000000000000000000000000000000") &&
          s.substr(36, 16) != std::string_view("0000000000000000");
@@ -73,15 +66,9 @@ namespace {
 std::string make_request_id(std::string_view incoming) {
   if (safe_token(incoming, 128)) return std::string(incoming);
   thread_local std::mt19937_64 rng{random_seed()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id(32, '0');
-  std::uint64_t a = rng();
-  std::uint64_t b = rng();
-  for (int i = 0; i < 16; ++i) {
-    id[static_cast<std::size_t>(i)] = hex[(a >> (i * 4)) & 0xf];
-    id[static_cast<std::size_t>(16 + i)] = hex[(b >> (i * 4)) & 0xf];
-  }
-  return id;
+  const std::uint64_t a = rng();
+  const std::uint64_t b = rng();
+  return fmt::format("{:016x}{:016x}", a, b);
 }
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
@@ -178,7 +165,6 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
       if (degraded) metrics.degraded_response(found.index);
     }
     auto merged = merge_results(route, results);
-    for (auto& result : results) spare_strings::give(std::move(result.body.text));
     outbound_response r;
     r.route = route_index;
     r.status = 200;

@@ -2,7 +2,6 @@
 
 #include "gateway/core/http_text.hpp"
 #include "gateway/core/memory_budget.hpp"
-#include "gateway/core/spare_strings.hpp"
 #include "gateway/server/client_io.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/response_head.hpp"
@@ -215,7 +214,6 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
                             !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
     const bool written = send(response, keep_alive, head_only);
     finish(response, in.method, started);
-    spare_strings::give(std::move(response.body));  // sent: its buffer serves a later body
     if (!written || !keep_alive) break;
   }
   socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);

@@ -288,6 +288,7 @@ TEST_CASE("postgres: calls fall back while the database is down and recover afte
   auto before = timed_get(gw.port(), "/api/sql?sku=A1");
   INFO("before: " << describe(before));
   REQUIRE(classify(before.response, a1_columns) == outcome::answered);
+  CHECK(gateway_metric(gw, "gateway_db_reconnects_total") == 0);
 
   pg.stop();
   for (int i = 0; i < 3; ++i) {  // enough to meet every pooled connection, now broken
@@ -309,6 +310,7 @@ TEST_CASE("postgres: calls fall back while the database is down and recover afte
       10s);
   INFO("last: " << describe(last));
   CHECK(recovered);
+  CHECK(gateway_metric(gw, "gateway_db_reconnects_total") >= 1);  // the broken connections replaced
   CHECK(gw.running());
 }
 
