@@ -1,20 +1,25 @@
 #pragma once
-// An incremental, strict HTTP/1.1 response parser for downstream answers. Interim (1xx) responses are
-// skipped: the answer is the final response that follows them. It keeps what a call needs (the
-// status, the body, whether the connection may be reused) and looks at three header fields only
-// (Content-Length, Transfer-Encoding, Connection); the others are checked for syntax and skipped. Bodies
-// are framed by Content-Length, chunked transfer coding, or the end of the connection. Pure: bytes in,
-// state out; errors are Beast's http::error codes (so callers treat them like Beast's parser's).
+// An incremental, strict HTTP/1.1 response parser for downstream answers, built on Beast's basic_parser.
+// Interim (1xx) responses are skipped: the answer is the final response that follows them. It keeps what
+// a call needs (the status, the body, whether the connection may be reused). Beast checks the syntax;
+// what it leaves out (obs-fold, one `chunked` as the only transfer coding, Content-Length as one number,
+// the size of chunk-size lines and trailer sections) is checked in its callbacks, and the few forms it
+// refuses that are accepted here (no reason phrase, HTTP/1.2 to 1.9, whitespace or free text in chunk
+// extensions) are handed to it rewritten. Bodies are framed by Content-Length, chunked transfer coding,
+// or the end of the connection. Pure: bytes in, state out; errors are Beast's http::error codes.
 //
 // put() consumes what it can and returns the count; the caller keeps the rest and presents it again with
-// more bytes (a head, or a chunk-size line, is parsed only once complete). `ec` is http::error::need_more
-// when more input is needed. Limits: the head (status line and fields) at most `header_limit` bytes, a
-// chunk-size line or trailer section within it, the body at most `body_limit` bytes.
+// more bytes (a head, a chunk-size line, or the last chunk with its trailer section, is consumed only once
+// complete). `ec` is http::error::need_more when more input is needed. Limits: the head (status line and
+// fields) at most `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within
+// `header_limit`, the body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
 
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,44 +28,73 @@ namespace gateway {
 class response_parser {
  public:
   response_parser(std::size_t body_limit, std::size_t header_limit);
+  response_parser(const response_parser&) = delete;
+  response_parser& operator=(const response_parser&) = delete;
 
   std::size_t put(std::string_view data, boost::system::error_code& ec);
   // The connection ended: completes a body framed by the end of the connection, else partial_message.
   void put_eof(boost::system::error_code& ec);
 
   bool got_some() const { return got_some_; }
-  bool is_done() const { return state_ == state::done; }
+  bool is_done() const { return done_; }
   bool keep_alive() const { return keep_alive_; }
   unsigned status() const { return status_; }
   std::string& body() { return body_; }
 
  private:
-  enum class state { head, body_length, body_to_eof, chunk_size, chunk_data, chunk_crlf, trailers, done };
+  // Beast's parser for one message (a new one for each head: Beast ends a message at an interim
+  // response); its callbacks report to the response_parser that owns it.
+  class reader final : public boost::beast::http::basic_parser<false> {
+   public:
+    explicit reader(response_parser& owner) : owner_(owner) {}
 
-  std::size_t parse_head(std::string_view data, boost::system::error_code& ec);
-  bool parse_status_line(std::string_view line);
-  bool parse_field(const char*& p, const char* limit, boost::system::error_code& ec);
-  std::size_t skip_interim(std::size_t head_size, boost::system::error_code& ec);
-  std::size_t parse_chunk_size(std::string_view data, boost::system::error_code& ec);
-  std::size_t parse_trailers(std::string_view data, boost::system::error_code& ec);
+   private:
+    using string_view = boost::beast::string_view;
+    void on_request_impl(boost::beast::http::verb, string_view, string_view, int,
+                         boost::system::error_code&) override {}
+    void on_response_impl(int code, string_view, int version, boost::system::error_code& ec) override;
+    void on_field_impl(boost::beast::http::field f, string_view name, string_view value,
+                       boost::system::error_code& ec) override;
+    void on_header_impl(boost::system::error_code&) override {}
+    void on_body_init_impl(const boost::optional<std::uint64_t>&, boost::system::error_code&) override {}
+    std::size_t on_body_impl(string_view body, boost::system::error_code& ec) override;
+    void on_chunk_header_impl(std::uint64_t size, string_view extensions,
+                              boost::system::error_code& ec) override;
+    std::size_t on_chunk_body_impl(std::uint64_t remain, string_view body,
+                                   boost::system::error_code& ec) override;
+    void on_finish_impl(boost::system::error_code&) override {}
+
+    response_parser& owner_;
+  };
+
+  void start_message();
+  std::size_t put_head(std::string_view data, boost::system::error_code& ec);
+  bool finish_head(boost::system::error_code& ec);
+  std::size_t put_body(std::string_view data, boost::system::error_code& ec);
+  std::size_t put_chunk_line(std::string_view data, boost::system::error_code& ec);
+  std::size_t feed(std::string_view data, boost::system::error_code& ec);
   bool append(std::string_view bytes, boost::system::error_code& ec);
 
   std::size_t body_limit_;
   std::size_t header_limit_;
-  state state_ = state::head;
+  std::optional<reader> reader_;
+  // The start of the bytes the reader is parsing (the views its callbacks are given lie in them).
+  const char* fed_ = nullptr;
   std::size_t scanned_ = 0;  // bytes of the pending head already searched for its end
   static constexpr unsigned max_interim = 8;
   unsigned interim_ = 0;  // interim (1xx) responses skipped so far
   bool got_some_ = false;
+  bool done_ = false;
   bool keep_alive_ = true;
-  bool chunked_ = false;  // the last transfer coding is chunked
-  bool te_seen_ = false;
-  bool has_length_ = false;
   bool http10_ = false;
-  bool connection_close_ = false;
+  bool connection_close_ = false;  // a Connection field lists close
   bool connection_keep_alive_ = false;
   unsigned status_ = 0;
-  std::uint64_t length_ = 0;  // Content-Length, or what is left of it / of the current chunk
+  std::uint64_t chunk_left_ = 0;  // bytes of the current chunk still to come
+  bool after_chunk_ = false;      // a chunk's data ended: a CRLF comes before the next chunk-size line
+  bool copied_line_ = false;      // Beast is given a chunk-size line put_chunk_line has checked
+  // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
+  const char* trailers_ = nullptr;
   std::string body_;
 };
 
