@@ -37,7 +37,7 @@ run() {
   echo "== compare: $label (pair $pair) from $dir" >&2
   GATEWAY_BENCH_BIN=$dir "$root/loadtest/bench.sh" "${scenarios[@]}" >/dev/null
   awk -F'|' -v label="$label" -v pair="$pair" '
-    NF > 12 && $2 ~ /^ [a-z0-9]+ $/ {
+    NF > 12 && $2 ~ /^ [a-z0-9]+ $/ && $2 != " scenario " {
       gsub(/ /, "", $2); gsub(/ /, "", $11); sub(/^ +/, "", $13); split($13, m, " ")
       print label, pair, $2, $11, m[1]
     }' "$root/loadtest/results/latest.md" >>"$raw"
@@ -67,11 +67,11 @@ awk '
       if (j == 0 || m[j] == 0 || m[i] == 0) continue
       rb = g[j] / m[j]; rv = g[i] / m[i]; ch = (rv / rb - 1) * 100
       printf "| %s | %s | %d | %d / %d | %d / %d | %.3f | %.3f | %+.1f%% |\n", label[i], sc[i], pair[i], g[j], m[j], g[i], m[i], rb, rv, ch
-      key = label[i] " " sc[i]; sum[key] += ch; cnt[key]++
+      key = label[i] " " sc[i]; if (!(key in cnt)) keys[++nk] = key; sum[key] += ch; cnt[key]++
     }
     print ""
     print "| variant | scenario | mean change of the ratio without the mechanism |"
     print "|---|---|---:|"
-    for (key in sum) { split(key, p, " "); printf "| %s | %s | %+.1f%% |\n", p[1], p[2], sum[key] / cnt[key] }
+    for (i = 1; i <= nk; i++) { split(keys[i], p, " "); printf "| %s | %s | %+.1f%% |\n", p[1], p[2], sum[keys[i]] / cnt[keys[i]] }
   }' "$raw"
 echo "raw rows: $raw" >&2

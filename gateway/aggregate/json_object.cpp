@@ -1,5 +1,9 @@
 #include "gateway/aggregate/json_object.hpp"
 
+#include "gateway/core/char_class.hpp"
+
+#include <boost/url/grammar/hexdig_chars.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -13,19 +17,6 @@ namespace gateway {
 namespace {
 
 constexpr int max_depth = 64;
-
-// Byte classes. NUL is in none of them, so every scan stops at the terminator std::string keeps after its
-// text: the loops need no bound of their own, and reaching the end is noticed where a character was due.
-constexpr auto ws_table = [] {
-  std::array<bool, 256> t{};
-  t[' '] = t['\t'] = t['\n'] = t['\r'] = true;
-  return t;
-}();
-constexpr auto plain_string_table = [] {  // string characters that need no further look
-  std::array<bool, 256> t{};
-  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-  return t;
-}();
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -46,9 +37,12 @@ class scanner {
 
  private:
   bool at(char c) const { return *p_ == c; }  // never past end_, where the NUL matches no c used here
+  // The byte classes (char_class::json_space, json_plain) hold no NUL, so every scan stops at the terminator
+  // std::string keeps after its text: the loops need no bound of their own, and reaching the end is
+  // noticed where a character was due.
   void skip_ws() {
     const char* p = p_;
-    while (ws_table[static_cast<unsigned char>(*p)]) ++p;
+    while (char_class::json_space(*p)) ++p;
     p_ = p;
   }
   std::uint32_t pos() const { return static_cast<std::uint32_t>(p_ - begin_); }
@@ -141,18 +135,11 @@ class scanner {
     }
   }
 
-  static int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
-
   bool hex4(unsigned& out) {
     if (end_ - p_ < 4) return false;
     out = 0;
     for (int k = 0; k < 4; ++k) {
-      const int h = hex(p_[k]);
+      const int h = boost::urls::grammar::hexdig_value(p_[k]);
       if (h < 0) return false;
       out = out * 16 + static_cast<unsigned>(h);
     }
@@ -200,7 +187,7 @@ class scanner {
       p += 16;
     }
 #endif
-    while (plain_string_table[static_cast<unsigned char>(*p)]) ++p;
+    while (char_class::json_plain(*p)) ++p;
     return p;
   }
 

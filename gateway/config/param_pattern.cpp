@@ -39,12 +39,12 @@ std::optional<char_class_pattern> char_class_pattern::compile(std::string_view p
     if (i + 2 < set.size() && set[i + 1] == '-') {
       const char last = set[i + 2];
       if (!literal_in_class(last) || c == '-' || last == '-' || last < c) return std::nullopt;
-      for (int x = c; x <= last; ++x) out.allowed[static_cast<unsigned char>(x)] = true;
+      for (int x = c; x <= last; ++x) out.allowed = out.allowed + char_class::chars(static_cast<char>(x));
       i += 2;
       continue;
     }
     if (c == '-' && i != 0 && i + 1 != set.size()) return std::nullopt;
-    out.allowed[static_cast<unsigned char>(c)] = true;
+    out.allowed = out.allowed + char_class::chars(c);
   }
   const auto count = p.substr(close + 1);
   if (count.empty()) {
@@ -74,10 +74,7 @@ std::optional<char_class_pattern> char_class_pattern::compile(std::string_view p
 
 bool char_class_pattern::matches(std::string_view value) const {
   if (value.size() < min || value.size() > max) return false;
-  for (const char c : value) {
-    if (!allowed[static_cast<unsigned char>(c)]) return false;
-  }
-  return true;
+  return char_class::all_of(value, allowed);
 }
 
 std::unique_ptr<const param_pattern> param_pattern::compile(const std::string& pattern, std::string& error,

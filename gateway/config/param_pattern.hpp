@@ -8,6 +8,8 @@
 // (`^[A-Za-z0-9_-]{1,64}$`, `[0-9]+`), is answered by a byte table and a length check instead, which is
 // several times cheaper and gives RE2's answer (unit-tested against RE2).
 
+#include "gateway/core/char_class.hpp"
+
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -24,7 +26,7 @@ namespace gateway {
 // ^[set]{min,max}$ with a set of literal ASCII characters and ranges (anchors optional: the match is
 // whole anyway).
 struct char_class_pattern {
-  std::array<bool, 256> allowed{};
+  char_class::chars allowed = "";  // none until compile() adds them
   std::size_t min = 1;
   std::size_t max = 1;
 

@@ -1,5 +1,6 @@
 #include "gateway/downstream/response_parser.hpp"
 
+#include "gateway/core/char_class.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -20,16 +21,8 @@ namespace {
 
 constexpr std::size_t chunk_line_limit = 4096;  // a chunk-size line with its extensions
 
-// Field values, reason phrases and chunk extensions: visible characters, spaces, tabs and obs-text.
-constexpr auto text_table = [] {
-  std::array<bool, 256> t{};
-  t['\t'] = true;
-  for (int c = 0x20; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = c != 0x7f;
-  return t;
-}();
-
 bool is_text(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return text_table[static_cast<unsigned char>(c)]; });
+  return char_class::all_of(s, char_class::field_text);
 }
 
 bool is_hex(char c) {
