@@ -9,15 +9,18 @@
 // only one a call uses, goes the same way once that row is in: the rest is cancelled, not read. Broken
 // connections are replaced in the background with backoff; the pool is filled before the gateway starts
 // serving when the server is up.
+// Parts: postgres_pool (the connections and the maintenance thread), postgres_connection (one libpq
+// connection and its blocking steps), postgres_query (a call's query on an I/O thread), postgres_row (a
+// row as JSON).
 
 #include "gateway/sql/sql_downstream.hpp"
 
-#include <condition_variable>
 #include <memory>
-#include <thread>
 #include <vector>
 
 namespace gateway {
+
+class postgres_pool;
 
 class postgres_downstream final : public sql_downstream {
  public:
@@ -30,27 +33,7 @@ class postgres_downstream final : public sql_downstream {
                         boost::asio::yield_context yield) override;
 
  private:
-  struct connection;
-  struct cleanup {
-    std::size_t slot;
-    async_semaphore::permit permit;
-  };
-
-  // Maintenance thread.
-  void maintain();
-  bool open(connection& c, clock::time_point deadline, std::string& error);
-  void finish_cleanups(std::vector<cleanup> work);
-  void check_idle();
-  void reconnect_broken();
-
-  std::vector<std::unique_ptr<connection>> connections_;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;          // guarded by mutex_
-  std::vector<cleanup> cleanups_;  // guarded by mutex_
-  bool last_connect_failed_ = false;
-  std::thread maintainer_;
+  std::unique_ptr<postgres_pool> pool_;  // owned; built after, and stopped before, the base's members
 };
 
 }  // namespace gateway

@@ -1,0 +1,47 @@
+#pragma once
+// The readers of the configuration's sections, for config_loader only (it includes yaml-cpp). Each reads
+// one section into its settings struct, whose defaults stay where a key is not written, and adds every
+// problem it finds to state.errors at the offending node; none throws. The loader reads routes after
+// downstreams (a call refers to its downstream), then check_across_sections() checks the settings that
+// are valid alone but cannot work together.
+// Threading and ownership: plain functions on the loading thread; config_parse_state lives for one load
+// and borrows the loader's error list.
+
+#include "gateway/config/config.hpp"
+#include "gateway/config/config_loader.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gateway {
+
+// What the readers share while one configuration loads.
+struct config_parse_state {
+  std::vector<config_error>& errors;
+  // Where values checked against other sections were written (unset: not written, the default applies).
+  std::optional<YAML::Mark> server_listen_at;
+  std::optional<YAML::Mark> admin_listen_at;
+  std::vector<std::pair<std::string, YAML::Mark>> downstream_max_at;  // downstream -> its max_connections
+};
+
+// server_sections.cpp
+void read_server(config_parse_state& state, const YAML::Node& node, server_settings& s);
+void read_limits(config_parse_state& state, const YAML::Node& node, limits_settings& l);
+void read_log(config_parse_state& state, const YAML::Node& node, log_settings& l);
+void read_admin(config_parse_state& state, const YAML::Node& node, admin_settings& a);
+void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_settings& s);
+
+// downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL.
+void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);
+
+// route_sections.cpp: the `routes` sequence with each route's params and calls; needs cfg.downstreams.
+void read_routes(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);
+
+// cross_section_checks.cpp: reported where the later of the two settings is written.
+void check_across_sections(config_parse_state& state, const gateway_config& cfg);
+
+}  // namespace gateway

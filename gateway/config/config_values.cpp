@@ -1,0 +1,135 @@
+#include "gateway/config/config_values.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace gateway {
+
+std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
+  std::string host(text.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const auto digits = text.substr(colon + 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::pair(std::move(host), std::string(digits));
+}
+
+std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t& port) {
+  const auto first = digits.find_first_not_of('0');
+  const bool fits = first == std::string::npos || digits.size() - first <= 5;
+  const unsigned long value = fits ? std::stoul(digits) : 0;
+  if (!fits || value < lowest || value > 65535)
+    return "port " + digits + " out of range " + std::to_string(lowest) + "-65535";
+  port = static_cast<std::uint16_t>(value);
+  return {};
+}
+
+std::string parse_listen(const std::string& text, const std::string& example, listen_address& out) {
+  const auto parts = split_host_port(text);
+  if (!parts) return "expected HOST:PORT, e.g. " + example;
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(parts->first, ec);
+  if (ec) return "'" + parts->first + "' is not an IP address";
+  std::uint16_t port = 0;
+  if (auto problem = parse_port(parts->second, 0, port); !problem.empty()) return problem;
+  out = {parts->first, port};
+  return {};
+}
+
+bool listeners_overlap(const listen_address& a, const listen_address& b) {
+  if (a.port != b.port || a.port == 0) return false;
+  boost::system::error_code ec;
+  const auto x = boost::asio::ip::make_address(a.host, ec);
+  const auto y = boost::asio::ip::make_address(b.host, ec);
+  if (ec) return false;
+  const auto covers = [](const boost::asio::ip::address& wildcard, const boost::asio::ip::address& other) {
+    return wildcard.is_unspecified() && (wildcard.is_v6() || other.is_v4());
+  };
+  return x == y || covers(x, y) || covers(y, x);
+}
+
+std::string parse_downstream_url(downstream_settings& d) {
+  constexpr std::string_view scheme = "http://";
+  std::string_view url = d.url;
+  if (url.substr(0, scheme.size()) != scheme) return "url must start with http://";
+  url.remove_prefix(scheme.size());
+  const auto slash = url.find('/');
+  const std::string_view authority = url.substr(0, slash);
+  std::string base = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash));
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  for (char c : base) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == '?' || c == '#')
+      return "url base path has a forbidden character";
+  }
+  std::string host(authority);
+  std::uint16_t port = 80;
+  if (authority.find(':') != std::string_view::npos) {
+    auto parts = split_host_port(authority);
+    if (!parts) return "url needs host[:port]";
+    if (auto problem = parse_port(parts->second, 1, port); !problem.empty()) return problem;
+    host = std::move(parts->first);
+  }
+  if (host.empty()) return "url needs host[:port]";
+  d.host = std::move(host);
+  d.port = port;
+  d.base_path = std::move(base);
+  return {};
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string route_path_problem(const std::string& path) {
+  if (path.find_first_of("{}") != std::string::npos)
+    return "route path parameters like {id} are not supported yet: a route path is matched exactly";
+  const bool bad = path.empty() || path.front() != '/' || std::any_of(path.begin(), path.end(), [](char c) {
+                     return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '?' || c == '#';
+                   });
+  return bad ? "route path must start with '/' and hold no query, fragment, space or control character" : "";
+}
+
+bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem) {
+  out.clear();
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto start = text.find("${", i);
+    if (start == std::string::npos) break;
+    const auto end = text.find('}', start + 2);
+    if (end == std::string::npos) {
+      problem = "unterminated ${ in value";
+      return false;
+    }
+    const std::string name = text.substr(start + 2, end - start - 2);
+    const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!valid) {
+      problem = "bad environment reference ${" + name + "}";
+      return false;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) {
+      problem = "environment variable " + name + " is not set";
+      return false;
+    }
+    out.append(text, i, start - i);
+    out += value;
+    used = true;
+    i = end + 1;
+  }
+  out.append(text, i, std::string::npos);
+  return true;
+}
+
+}  // namespace gateway

@@ -1,0 +1,46 @@
+#pragma once
+// Checks and parsers of single configuration values, apart from YAML: listener and downstream addresses,
+// names, route paths, ${ENV} references. Pure functions (substitute_env also reads the environment), safe
+// on any thread; each reports a problem as a message (or false), never throws. The section readers
+// (config_sections.hpp) call them and place the message at the value.
+
+#include "gateway/config/config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace gateway {
+
+// "HOST:PORT" or "[V6]:PORT" split into the host and the port's digits; nothing when it has no such shape.
+std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view text);
+
+// The port written in `digits`, or an error message when it is outside lowest..65535.
+std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t& port);
+
+// A listener's "HOST:PORT": the host must be an IP address (it is bound, not resolved), port 0 is
+// ephemeral. Returns an error message or "".
+std::string parse_listen(const std::string& text, const std::string& example, listen_address& out);
+
+// Whether two listeners cannot both bind: one port (not 0: each gets its own) and the same address, or a
+// wildcard address that covers the other (the IPv6 wildcard is dual-stack: it covers IPv4 addresses too).
+bool listeners_overlap(const listen_address& a, const listen_address& b);
+
+// "http://host:port[/base]" -> settings fields; returns an error message or "".
+std::string parse_downstream_url(downstream_settings& d);
+
+// Names end up in response headers (X-Degraded), logs and metric labels: keep them to a safe alphabet.
+bool valid_name(const std::string& name);
+inline constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
+
+// A route path is matched exactly: no query, fragment, spaces, control characters or {parameters}.
+// Returns an error message or "".
+std::string route_path_problem(const std::string& path);
+
+// Replaces every ${NAME} in `text` with the environment variable's value. A missing variable or a bad
+// reference is an error; `used` tells whether any value came from the environment.
+bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem);
+
+}  // namespace gateway

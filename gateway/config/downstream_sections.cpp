@@ -1,0 +1,86 @@
+// The `downstreams` mapping: one entry per downstream, keyed by its name; kind http (a URL, connection
+// limits and timeouts) or sql (a driver, its database, the pool and the query).
+
+#include "gateway/config/config_sections.hpp"
+#include "gateway/config/config_values.hpp"
+#include "gateway/config/yaml_reader.hpp"
+#include "gateway/sql/sql_statement.hpp"
+
+namespace gateway {
+
+namespace {
+
+void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
+  auto& sql = d.sql;
+  d.connect_timeout = std::chrono::seconds(2);
+  r.duration("connect_timeout", d.connect_timeout);
+  std::string driver;
+  if (r.string("driver", driver, true)) {
+    if (driver == "sqlite") {
+      sql.driver = sql_driver::sqlite;
+      if (r.string("database", sql.database, true) && sql.database.empty())
+        r.error_at("database", "database must name a file");
+      r.boolean("read_only", sql.read_only);
+    } else if (driver == "postgres") {
+      sql.driver = sql_driver::postgres;
+      std::string dsn;
+      if (r.string("dsn", dsn, true)) {
+        std::string problem;
+        if (!substitute_env(dsn, sql.dsn, sql.dsn_has_env, problem)) r.error_at("dsn", problem);
+      }
+    } else {
+      r.error_at("driver", "driver must be 'sqlite' or 'postgres'");
+    }
+  }
+  r.size("pool_size", sql.pool_size, 1, 1024);
+  if (r.size("permits", sql.permits, 1, 1024) && sql.permits > sql.pool_size)
+    r.error_at("permits", "permits cannot exceed pool_size (a permit holder must find a connection)");
+  r.size("max_waiting", sql.max_waiting, 0, 1'000'000);
+  if (r.string("query", sql.query, true)) {
+    const auto style =
+        sql.driver == sql_driver::postgres ? placeholder_style::dollar : placeholder_style::question;
+    std::string problem;
+    if (auto statement = parse_sql_statement(sql.query, style, problem)) {
+      sql.statement = std::move(statement->text);
+      sql.params = std::move(statement->names);
+    } else {
+      r.error_at("query", problem);
+    }
+  }
+}
+
+}  // namespace
+
+void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
+  yaml_reader map(node, state.errors, "downstreams");
+  map.each_entry([&](const std::string& name, const YAML::Node& value) {
+    downstream_settings d;
+    d.name = name;
+    yaml_reader r(value, state.errors, "downstream '" + name + "'");
+    if (!valid_name(name)) r.error_here(std::string("downstream name ") + name_rule);
+    std::string kind = "http";
+    if (r.string("kind", kind) && kind != "http" && kind != "sql") {
+      r.error_at("kind", "kind must be 'http' or 'sql'");
+    }
+    if (kind == "sql") {
+      d.kind = downstream_kind::sql;
+      read_sql_downstream(r, d);
+    } else {
+      if (r.string("url", d.url, true)) {
+        if (auto problem = parse_downstream_url(d); !problem.empty()) r.error_at("url", problem);
+      }
+      r.duration("connect_timeout", d.connect_timeout);
+      if (r.size("max_connections", d.max_connections, 1, 1'000'000)) {
+        if (auto at = r.mark_of("max_connections")) state.downstream_max_at.emplace_back(d.name, *at);
+      }
+      r.duration("idle_timeout", d.idle_timeout);
+      if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
+        r.error_at("dns_refresh", "dns_refresh must be at least 1s");
+    }
+    r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
+    r.finish();
+    cfg.downstreams.push_back(std::move(d));
+  });
+}
+
+}  // namespace gateway

@@ -1,0 +1,151 @@
+// The `routes` sequence: each route's path, method, deadline and response shape, its `params` (each
+// optionally with an RE2 pattern) and its `calls` (each to a downstream already read, with a path
+// template for HTTP, a timeout, the fields kept and a fallback). A call may name only declared params.
+
+#include "gateway/config/config_json.hpp"
+#include "gateway/config/config_sections.hpp"
+#include "gateway/config/config_values.hpp"
+#include "gateway/config/param_pattern.hpp"
+#include "gateway/config/yaml_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace gateway {
+
+namespace {
+
+// Serialises the members of a JSON object without its braces: {"a":1,"b":2} -> "a":1,"b":2
+std::string object_members(const nlohmann::json& object) {
+  std::string text = object.dump();
+  return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
+}
+
+bool declared(const route_settings& route, const std::string& name) {
+  return std::any_of(route.params.begin(), route.params.end(),
+                     [&](const param_settings& p) { return p.name == name; });
+}
+
+void read_params(config_parse_state& state, const YAML::Node& node, route_settings& route) {
+  yaml_reader map(node, state.errors, "params");
+  map.each_entry([&](const std::string& name, const YAML::Node& value) {
+    param_settings p;
+    p.name = name;
+    yaml_reader r(value, state.errors, "param '" + name + "'");
+    r.boolean("required", p.required);
+    if (r.string("pattern", p.pattern) && !p.pattern.empty()) {
+      std::string problem;
+      p.matcher = param_pattern::compile(p.pattern, problem);
+      if (!p.matcher) r.error_at("pattern", "invalid pattern (RE2 syntax): " + problem);
+    }
+    r.finish();
+    route.params.push_back(std::move(p));
+  });
+}
+
+void read_calls(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
+                route_settings& route) {
+  std::set<std::string> names;
+  for (const auto& item : node) {
+    call_settings call;
+    yaml_reader r(item, state.errors, "call");
+    if (!r.valid()) continue;
+    if (r.string("name", call.name, true)) {
+      if (!valid_name(call.name)) {
+        r.error_at("name", std::string("call name ") + name_rule);
+      } else if (!names.insert(call.name).second) {
+        r.error_at("name", "duplicate call name '" + call.name + "'");
+      }
+    }
+    if (r.string("downstream", call.downstream, true) && !cfg.find_downstream(call.downstream)) {
+      r.error_at("downstream", "unknown downstream '" + call.downstream + "'");
+    }
+    const auto* target = cfg.find_downstream(call.downstream);
+    if (target) call.downstream_index = static_cast<std::size_t>(target - cfg.downstreams.data());
+    const bool sql = target && target->kind == downstream_kind::sql;
+    std::string path;
+    if (sql) {
+      if (r.string("path", path)) r.error_at("path", "a call to a sql downstream has no path");
+      for (const auto& name : target->sql.params) {
+        if (!declared(route, name))
+          r.error_at("downstream",
+                     "query of '" + call.downstream + "' names undeclared parameter '" + name + "'");
+      }
+    } else if (r.string("path", path, true)) {
+      std::string problem;
+      if (auto t = path_template::parse(path, problem)) {
+        call.path = std::move(*t);
+        for (const auto& name : call.path.param_names()) {
+          if (!declared(route, name))
+            r.error_at("path", "template names undeclared parameter '" + name + "'");
+        }
+      } else {
+        r.error_at("path", problem);
+      }
+    }
+    microseconds timeout{};
+    if (r.duration("timeout", timeout)) {
+      call.timeout = timeout;
+      if (timeout > route.deadline)
+        r.error_at("timeout", "timeout " + format_duration(timeout) + " exceeds the route deadline " +
+                                  format_duration(route.deadline) + ": it can never apply");
+    }
+    r.boolean("required", call.required);
+    r.string_list("fields", call.fields);
+    nlohmann::json fallback = nlohmann::json::object();
+    r.json_object("fallback", fallback);
+    fallback.erase("source");
+    fallback.erase("degraded");
+    call.fallback_members = object_members(fallback);
+    r.finish();
+    route.calls.push_back(std::move(call));
+  }
+  if (route.calls.empty()) yaml_reader::report(state.errors, node, "a route needs at least one call");
+}
+
+bool read_route(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
+                route_settings& route) {
+  yaml_reader r(node, state.errors, "route");
+  if (!r.valid()) return false;
+  if (r.string("path", route.path, true)) {
+    if (auto problem = route_path_problem(route.path); !problem.empty()) r.error_at("path", problem);
+  }
+  if (r.string("method", route.method)) {
+    static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
+    if (!methods.contains(route.method)) r.error_at("method", "unsupported method '" + route.method + "'");
+  }
+  r.duration("deadline", route.deadline);
+  std::string shape;
+  if (r.string("response", shape)) {
+    if (shape == "array") {
+      route.response = response_shape::array;
+    } else if (shape == "object") {
+      route.response = response_shape::object;
+    } else {
+      r.error_at("response", "response must be 'array' or 'object'");
+    }
+  }
+  if (auto p = r.section("params")) read_params(state, *p, route);
+  if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
+  r.finish();
+  return true;
+}
+
+}  // namespace
+
+void read_routes(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& item : node) {
+    route_settings route;
+    if (!read_route(state, item, cfg, route)) continue;
+    if (!seen.emplace(route.path, route.method).second) {
+      yaml_reader::report(state.errors, item, "duplicate route " + route.method + " " + route.path);
+      continue;
+    }
+    cfg.routes.push_back(std::move(route));
+  }
+}
+
+}  // namespace gateway

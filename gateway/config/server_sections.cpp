@@ -1,0 +1,86 @@
+// The sections about the gateway process itself: server (listener, threads, stacks), limits, log, admin
+// and shutdown. Each is one flat mapping of scalar settings.
+
+#include "gateway/config/config_sections.hpp"
+#include "gateway/config/config_values.hpp"
+#include "gateway/config/yaml_reader.hpp"
+
+#include <set>
+
+namespace gateway {
+
+namespace {
+
+void read_listen(yaml_reader& r, const std::string& example, listen_address& out,
+                 std::optional<YAML::Mark>& at) {
+  std::string listen;
+  if (!r.string("listen", listen)) return;
+  if (auto problem = parse_listen(listen, example, out); !problem.empty()) {
+    r.error_at("listen", problem);
+  } else {
+    at = r.mark_of("listen");
+  }
+}
+
+}  // namespace
+
+void read_server(config_parse_state& state, const YAML::Node& node, server_settings& s) {
+  yaml_reader r(node, state.errors, "server");
+  read_listen(r, "0.0.0.0:8080", s.listen, state.server_listen_at);
+  r.unsigned_int("threads", s.threads, 0, 256);
+  r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
+  r.size("stack_cache", s.stack_cache, 0, 65536);
+  r.finish();
+}
+
+void read_admin(config_parse_state& state, const YAML::Node& node, admin_settings& a) {
+  yaml_reader r(node, state.errors, "admin");
+  read_listen(r, "0.0.0.0:9901", a.listen, state.admin_listen_at);
+  if (r.duration("stall_threshold", a.stall_threshold) && a.stall_threshold < milliseconds(100))
+    r.error_at("stall_threshold", "stall_threshold must be at least 100ms");
+  r.finish();
+}
+
+void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_settings& s) {
+  yaml_reader r(node, state.errors, "shutdown");
+  r.duration("drain_delay", s.drain_delay, true);
+  r.duration("timeout", s.timeout);
+  r.finish();
+}
+
+void read_limits(config_parse_state& state, const YAML::Node& node, limits_settings& l) {
+  yaml_reader r(node, state.errors, "limits");
+  r.size("max_connections", l.max_connections, 1, 10'000'000);
+  r.size("max_connections_per_client", l.max_connections_per_client, 0, 10'000'000);
+  r.size("memory_budget", l.memory_budget, 0, std::size_t{1} << 40);
+  r.size("max_inflight", l.max_inflight, 1, 10'000'000);
+  r.size("max_header_bytes", l.max_header_bytes, 1024, 1024 * 1024);
+  r.size("max_body_bytes", l.max_body_bytes, 0, 64 * 1024 * 1024);
+  r.duration("header_timeout", l.header_timeout);
+  r.duration("idle_timeout", l.idle_timeout);
+  r.duration("write_timeout", l.write_timeout);
+  r.finish();
+}
+
+void read_log(config_parse_state& state, const YAML::Node& node, log_settings& l) {
+  yaml_reader r(node, state.errors, "log");
+  if (r.string("level", l.level)) {
+    static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+    if (!levels.contains(l.level))
+      r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
+  }
+  r.boolean("access", l.access);
+  std::string format;
+  if (r.string("format", format)) {
+    if (format == "json") {
+      l.format = log_format::json;
+    } else if (format == "text") {
+      l.format = log_format::text;
+    } else {
+      r.error_at("format", "log format must be 'json' or 'text'");
+    }
+  }
+  r.finish();
+}
+
+}  // namespace gateway
