@@ -15,7 +15,6 @@ namespace net = boost::asio;
 fanout::~fanout() {
   assert(cancelling_ == 0 && "a fan-out ended inside its own cancel loop");
   memory_budget::release(held_bytes_);
-  if (queue_ != nullptr) queue_->remove(*this);  // a coroutine destroyed while it waited
 }
 
 void fanout::cancel(cancel_reason why) {
@@ -83,10 +82,18 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   }
 }
 
-void fanout::on_deadline() {
-  // From the I/O thread's deadline_queue, which outlives every fan-out and re-reads its heap after each
-  // entry; run() only cancels calls here (deferred wake-ups, see cancel()) and waits again.
-  wake_.resume_now();
+void fanout::wait_until(clock::time_point due) {
+  timer_waiting_ = true;
+  timer_.expires_at(due);  // no wait is set here (see run()): this cancels nothing
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    // Cancelled: run() counted this wait off when it cancelled it and may have ended since, freeing this
+    // fan-out, so nothing of it is touched.
+    if (ec == net::error::operation_aborted) return;
+    // Expired: run() does not end before this handler has run (see its end), so this fan-out is alive.
+    // Resumed as the last thing: run() may cancel calls (deferred wake-ups, see cancel()) or end in it.
+    timer_waiting_ = false;
+    wake_.resume_now();
+  });
 }
 
 void fanout::start_call(std::size_t index) {
@@ -162,19 +169,18 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   }
   if (start_failure) cancel(cancel_reason::settled);
 
-  // The I/O thread's deadline queue enforces every call's deadline: this fan-out waits until the earliest
-  // deadline of a call still running, cancels the calls whose deadline has passed, and waits again. The
-  // last call to finish wakes it for good. Calls finish promptly once cancelled (their socket or timer is
-  // cancelled).
-  queue_ = request.deadlines;
+  // One timer enforces every call's deadline: this fan-out waits until the earliest deadline of a call
+  // still running, cancels the calls whose deadline has passed, and waits again. The last call to finish
+  // wakes it for good. Calls finish promptly once cancelled (their socket or timer is cancelled).
   while (pending_ > 0) {
     auto next = clock::time_point::max();
     for (std::size_t i = 0; i < n; ++i) {
       if (!finished_[i] && !cancels_[i].cancelled()) next = std::min(next, deadlines_[i]);
     }
-    if (next != clock::time_point::max()) queue_->set(*this, next);
+    // The calls still running only become fewer, so `next` only moves later: a wait already set is due
+    // no later than it, and is left alone. If it expires first, nothing is due yet and it is set again.
+    if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     wake_.wait(yield);
-    queue_->remove(*this);
     if (pending_ == 0) break;
     if (settling_) {
       cancel(cancel_reason::settled);
@@ -187,7 +193,11 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     }
     --cancelling_;
   }
-  queue_ = nullptr;
+  // A wait still set is cancelled; its handler runs later as aborted. One that has expired already can no
+  // longer be cancelled (cancel() counts none): its handler is queued and will touch this fan-out, which
+  // therefore waits for it before it ends.
+  if (timer_waiting_ && timer_.cancel() != 0) timer_waiting_ = false;
+  while (timer_waiting_) wake_.wait(yield);
   if (start_failure) std::rethrow_exception(start_failure);
   return std::move(results_);
 }

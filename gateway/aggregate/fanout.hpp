@@ -8,13 +8,13 @@
 // outlives its request.
 //
 // Wake-ups (direct_wake's rule): run() is resumed inside a call's completion only when that completion
-// touches nothing afterwards; from inside a loop that cancels calls (cancel(), or run()'s own deadline
-// loop), where a call may finish in its cancel hook, the wake-up is deferred, so that a fan-out never ends
-// while one of its own loops still runs.
+// touches nothing afterwards, and inside its timer's handler: run() does not end before that handler has
+// run, unless it cancelled the wait (the handler then touches nothing). From inside a loop that cancels
+// calls (cancel(), or run()'s own deadline loop), where a call may finish in its cancel hook, the wake-up
+// is deferred, so that a fan-out never ends while one of its own loops still runs.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
-#include "gateway/core/deadline_queue.hpp"
 #include "gateway/core/direct_wake.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
@@ -38,13 +38,12 @@ struct fanout_request {
   std::string_view traceparent;
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
-  worker_metrics* metrics = nullptr;    // the I/O thread's; null in tests
-  deadline_queue* deadlines = nullptr;  // the I/O thread's
+  worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
 };
 
-class fanout final : private call_sink, private deadline_queue::entry {
+class fanout final : private call_sink {
  public:
-  explicit fanout(const boost::asio::any_io_executor& ex) : ex_(ex) {}
+  explicit fanout(const boost::asio::any_io_executor& ex) : ex_(ex), timer_(ex) {}
   fanout(const fanout&) = delete;
   fanout& operator=(const fanout&) = delete;
   ~fanout();
@@ -60,10 +59,14 @@ class fanout final : private call_sink, private deadline_queue::entry {
   call_request make_request(std::size_t index, std::string& target);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
-  void on_deadline() override;
+  void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
   direct_wake wake_;  // the last call finished, or a deadline came
+  // Set for the earliest deadline of a call still running; destroyed with this fan-out, which cancels a
+  // wait still set (its handler then runs as aborted and touches nothing).
+  boost::asio::steady_timer timer_;
+  bool timer_waiting_ = false;  // a wait on timer_ whose handler will still touch this fan-out (see run())
   // Per call, sized once per run() (stable addresses while it runs); a route's handful of calls fits in
   // place, without an allocation.
   template <class T>
@@ -75,7 +78,6 @@ class fanout final : private call_sink, private deadline_queue::entry {
   std::vector<call_result> results_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs
-  deadline_queue* queue_ = nullptr;          // where this fan-out's next deadline is queued
   cancel_reason cancelled_ = cancel_reason::none;
   unsigned cancelling_ = 0;     // inside a loop that cancels calls: wake-ups of run() are deferred
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed

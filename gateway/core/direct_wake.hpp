@@ -9,9 +9,9 @@
 // - resume_now() resumes the coroutine inside the call: it runs until it waits again or ends, then this
 //   returns. Waking through the queue costs a trip through the scheduler (and, behind its reactor task,
 //   an extra `epoll_wait`), so the request path uses it, but only as the last thing a completion handler
-//   does (an Asio completion, a timer's handler, a deadline_queue entry's on_deadline()), with nothing of
-//   the caller's touched afterwards except what provably outlives the coroutine (the I/O thread's own
-//   deadline_queue, a shared_ptr the handler holds). Every call site says why it qualifies.
+//   does (an Asio completion, a timer's handler), with nothing of the caller's touched afterwards except
+//   what provably outlives the coroutine (a shared_ptr the handler holds). Every call site says why it
+//   qualifies.
 //
 // One waiter at a time; both must be called on the waiter's I/O thread, never from the waiting coroutine
 // itself. A wait may return without its event (a deferred wake still queued when the event came another

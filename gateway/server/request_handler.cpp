@@ -85,12 +85,8 @@ std::string make_request_id(std::string_view incoming) {
 }
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                                 std::vector<deadline_queue*> deadlines, metrics_registry& metrics)
-    : config_(config),
-      router_(config.routes),
-      targets_(std::move(targets)),
-      deadlines_(std::move(deadlines)),
-      metrics_(metrics) {}
+                                 metrics_registry& metrics)
+    : config_(config), router_(config.routes), targets_(std::move(targets)), metrics_(metrics) {}
 
 outbound_response request_handler::refuse_body(std::string_view method, std::string_view target) const {
   const auto found = router_.find(method, target);
@@ -150,7 +146,6 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     fr.stack_size = config_.server.stack_bytes();
     auto& metrics = metrics_.worker(worker);
     fr.metrics = &metrics;
-    fr.deadlines = deadlines_.at(worker);
 
     fanout calls(yield.get_executor());
     control.attach(&calls);

@@ -53,9 +53,9 @@ class request_control {
 
 class request_handler {
  public:
-  // `targets[r][c]` is the downstream of call c of route r; `deadlines[w]` is I/O thread w's queue.
+  // `targets[r][c]` is the downstream of call c of route r.
   request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                  std::vector<deadline_queue*> deadlines, metrics_registry& metrics);
+                  metrics_registry& metrics);
 
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
@@ -69,7 +69,6 @@ class request_handler {
   const gateway_config& config_;
   router router_;
   std::vector<std::vector<downstream*>> targets_;
-  std::vector<deadline_queue*> deadlines_;
   metrics_registry& metrics_;
 };
 

@@ -1,7 +1,6 @@
 #include "gateway/server/server.hpp"
 
 #include "gateway/config/config_json.hpp"
-#include "gateway/core/deadline_queue.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
@@ -53,7 +52,6 @@ struct worker {
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   net::steady_timer heartbeat{ioc};
-  deadline_queue deadlines{ioc.get_executor()};  // the fan-outs' deadlines on this thread
   std::atomic<clock::rep> last_beat{clock::now().time_since_epoch().count()};
 };
 
@@ -381,11 +379,9 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
   std::vector<net::io_context*> iocs;
-  std::vector<deadline_queue*> deadlines;
   for (unsigned i = 0; i < threads; ++i) {
     impl_->workers.push_back(std::make_unique<worker>());
     iocs.push_back(&impl_->workers.back()->ioc);
-    deadlines.push_back(&impl_->workers.back()->deadlines);
   }
   impl_->metrics = std::make_unique<metrics_registry>(cfg, threads);
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format);
@@ -415,8 +411,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     auto& row = targets.emplace_back();
     for (const auto& call : route.calls) row.push_back(impl_->downstreams.at(call.downstream).get());
   }
-  impl_->handler =
-      std::make_unique<request_handler>(cfg, std::move(targets), std::move(deadlines), *impl_->metrics);
+  impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
 
   auto& ioc = impl_->workers.front()->ioc;
   impl_->drain_timer = std::make_unique<net::steady_timer>(ioc);
@@ -515,7 +510,6 @@ void server::stop() {
     net::post(w.ioc, [this, &w, i] {
       w.heartbeat.cancel();
       w.sessions.close_all();
-      w.deadlines.close();
       for (auto& [name, d] : impl_->downstreams) d->close_idle(i);
       w.guard.reset();
     });

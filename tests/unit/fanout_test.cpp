@@ -1,16 +1,21 @@
 // The fan-out on a real io_context with downstreams written for the test: a call that cannot be started
 // (out of memory) fails the request only after the calls already started have been cancelled and have
-// finished (they point at the fan-out), and a failed required call settles the answer at once.
+// finished (they point at the fan-out), a failed required call settles the answer at once, a call's own
+// timeout and the request's deadline cut their calls, and the fan-out's timer never outlives it.
 
 #include "gateway/aggregate/fanout.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 
 #include <memory>
 #include <new>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 using namespace gateway;
 namespace net = boost::asio;
@@ -18,7 +23,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-gateway_config three_calls(bool first_required) {
+gateway_config three_calls(bool first_required, const std::string& first_timeout = "") {
   auto r = load_config_text(std::string(R"(
 downstreams:
   d: {url: http://127.0.0.1:9}
@@ -27,7 +32,8 @@ routes:
     deadline: 10s
     calls:
       - {name: a, downstream: d, path: /a, required: )") +
-                                (first_required ? "true" : "false") + R"(}
+                                (first_required ? "true" : "false") +
+                                (first_timeout.empty() ? "" : ", timeout: " + first_timeout) + R"(}
       - {name: b, downstream: d, path: /b}
       - {name: c, downstream: d, path: /c}
 )",
@@ -51,6 +57,7 @@ class timer_downstream final : public downstream {
       r.outcome = ec ? call_outcome::cancelled : (ok_ ? call_outcome::ok : call_outcome::error);
       if (r.outcome == call_outcome::ok) r.body.text = "{}";
       ++finished;
+      finish_order.push_back(index);
       sink.call_finished(index, std::move(r));
     });
     return true;
@@ -58,6 +65,7 @@ class timer_downstream final : public downstream {
   void close_idle(std::size_t) override {}
   int started = 0;
   int finished = 0;
+  std::vector<std::size_t> finish_order;  // call indexes
 
  private:
   net::io_context& ioc_;
@@ -73,7 +81,6 @@ class throwing_downstream final : public downstream {
 
 struct harness {
   net::io_context ioc{1};
-  deadline_queue deadlines{ioc.get_executor()};
   std::vector<std::string> params;
   fanout_request request(const gateway_config& cfg, const std::vector<downstream*>& targets) {
     fanout_request fr;
@@ -82,7 +89,6 @@ struct harness {
     fr.params = &params;
     fr.deadline = clock::now() + 10s;
     fr.request_id = "id";
-    fr.deadlines = &deadlines;
     return fr;
   }
 };
@@ -108,7 +114,6 @@ TEST_CASE("fanout: a call that cannot be started fails the request after the sta
           threw = true;
           finished_when_thrown = slow.finished;
         }
-        h.deadlines.close();  // lets run_for return once nothing is left
       },
       [](std::exception_ptr e) {
         if (e) std::rethrow_exception(e);
@@ -134,7 +139,6 @@ TEST_CASE("fanout: a failed required call cancels the others and ends the fan-ou
       [&](net::yield_context yield) {
         fanout f(yield.get_executor());
         results = f.run(fr, yield);
-        h.deadlines.close();
       },
       [](std::exception_ptr e) {
         if (e) std::rethrow_exception(e);
@@ -147,4 +151,62 @@ TEST_CASE("fanout: a failed required call cancels the others and ends the fan-ou
   CHECK(results[2].outcome == call_outcome::cancelled);
   CHECK(slow.finished == 2);
   CHECK(std::chrono::steady_clock::now() - start < 4s);
+}
+
+TEST_CASE("fanout: a call's own timeout cuts it first, the request's deadline the others") {
+  harness h;
+  const auto cfg = three_calls(false, "50ms");
+  timer_downstream slow(h.ioc, 5s, true);
+  std::vector<downstream*> targets{&slow, &slow, &slow};
+  auto fr = h.request(cfg, targets);
+  fr.deadline = clock::now() + 300ms;
+  std::vector<call_result> results;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        results = f.run(fr, yield);
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  h.ioc.run_for(10s);
+  CHECK(h.ioc.stopped());  // nothing left behind: run_for returned for want of work
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) {
+    CHECK(r.outcome == call_outcome::timeout);
+    CHECK(std::string_view(r.detail) == "deadline");
+  }
+  REQUIRE(slow.finish_order.size() == 3);
+  CHECK(slow.finish_order[0] == 0);
+}
+
+// The answers of all calls and the fan-out's expired timer are queued in one pass of the reactor, the
+// timer's handler last: it can no longer be cancelled when run() sees the last call finish, and run()
+// must not end (freeing the fan-out, here on the coroutine's stack) before that handler has run.
+TEST_CASE("fanout: a deadline that expires behind the last answer is waited for before the fan-out ends") {
+  harness h;
+  const auto cfg = three_calls(false);
+  timer_downstream quick(h.ioc, 20ms, true);
+  std::vector<downstream*> targets{&quick, &quick, &quick};
+  auto fr = h.request(cfg, targets);
+  fr.deadline = clock::now() + 60ms;
+  std::vector<call_result> results;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        // Runs once run() waits: the I/O thread is busy past every call's answer and the deadline.
+        net::post(h.ioc, [] { std::this_thread::sleep_for(150ms); });
+        results = f.run(fr, yield);
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  h.ioc.run_for(10s);
+  CHECK(h.ioc.stopped());
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) CHECK(r.outcome == call_outcome::ok);
 }
