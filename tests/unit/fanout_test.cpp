@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <new>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -176,7 +177,7 @@ TEST_CASE("fanout: a call's own timeout cuts it first, the request's deadline th
   REQUIRE(results.size() == 3);
   for (const auto& r : results) {
     CHECK(r.outcome == call_outcome::timeout);
-    CHECK(r.detail == "deadline");
+    CHECK(std::string_view(r.detail) == "deadline");
   }
   REQUIRE(slow.finish_order.size() == 3);
   CHECK(slow.finish_order[0] == 0);
