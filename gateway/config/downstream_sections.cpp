@@ -6,6 +6,9 @@
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/sql/sql_statement.hpp"
 
+#include <array>
+#include <string_view>
+
 namespace gateway {
 
 namespace {
@@ -53,16 +56,14 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
 
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
   yaml_reader map(node, state.errors, "downstreams");
-  map.each_entry([&](const std::string& name, const YAML::Node& value) {
+  map.each_entry("downstream", [&](const std::string& name, yaml_reader& r) {
     downstream_settings d;
     d.name = name;
-    yaml_reader r(value, state.errors, "downstream '" + name + "'");
     if (!valid_name(name)) r.error_here(std::string("downstream name ") + name_rule);
-    std::string kind = "http";
-    if (r.string("kind", kind) && kind != "http" && kind != "sql") {
-      r.error_at("kind", "kind must be 'http' or 'sql'");
-    }
-    if (kind == "sql") {
+    static constexpr std::array<std::string_view, 2> kinds{"http", "sql"};
+    std::size_t kind = 0;
+    r.one_of("kind", kind, kinds, "kind");
+    if (kind == 1) {
       d.kind = downstream_kind::sql;
       read_sql_downstream(r, d);
     } else {
@@ -78,7 +79,6 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
         r.error_at("dns_refresh", "dns_refresh must be at least 1s");
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
-    r.finish();
     cfg.downstreams.push_back(std::move(d));
   });
 }

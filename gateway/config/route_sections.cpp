@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 namespace gateway {
@@ -30,17 +31,15 @@ bool declared(const route_settings& route, const std::string& name) {
 
 void read_params(config_parse_state& state, const YAML::Node& node, route_settings& route) {
   yaml_reader map(node, state.errors, "params");
-  map.each_entry([&](const std::string& name, const YAML::Node& value) {
+  map.each_entry("param", [&](const std::string& name, yaml_reader& r) {
     param_settings p;
     p.name = name;
-    yaml_reader r(value, state.errors, "param '" + name + "'");
     r.boolean("required", p.required);
     if (r.string("pattern", p.pattern) && !p.pattern.empty()) {
       std::string problem;
       p.matcher = param_pattern::compile(p.pattern, problem);
       if (!p.matcher) r.error_at("pattern", "invalid pattern (RE2 syntax): " + problem);
     }
-    r.finish();
     route.params.push_back(std::move(p));
   });
 }
@@ -117,15 +116,10 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     if (!methods.contains(route.method)) r.error_at("method", "unsupported method '" + route.method + "'");
   }
   r.duration("deadline", route.deadline);
-  std::string shape;
-  if (r.string("response", shape)) {
-    if (shape == "array") {
-      route.response = response_shape::array;
-    } else if (shape == "object") {
-      route.response = response_shape::object;
-    } else {
-      r.error_at("response", "response must be 'array' or 'object'");
-    }
+  static constexpr std::array<std::string_view, 2> shapes{"array", "object"};
+  std::size_t shape = 0;
+  if (r.one_of("response", shape, shapes, "response")) {
+    route.response = shape == 0 ? response_shape::array : response_shape::object;
   }
   if (auto p = r.section("params")) read_params(state, *p, route);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);

@@ -5,7 +5,8 @@
 #include "gateway/config/config_values.hpp"
 #include "gateway/config/yaml_reader.hpp"
 
-#include <set>
+#include <array>
+#include <string_view>
 
 namespace gateway {
 
@@ -64,21 +65,15 @@ void read_limits(config_parse_state& state, const YAML::Node& node, limits_setti
 
 void read_log(config_parse_state& state, const YAML::Node& node, log_settings& l) {
   yaml_reader r(node, state.errors, "log");
-  if (r.string("level", l.level)) {
-    static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
-    if (!levels.contains(l.level))
-      r.error_at("level", "log level must be one of trace, debug, info, warn, error, critical, off");
-  }
+  static constexpr std::array<std::string_view, 7> levels{"trace", "debug",    "info", "warn",
+                                                          "error", "critical", "off"};
+  std::size_t level = 0;
+  if (r.one_of("level", level, levels, "log level")) l.level = levels[level];
   r.boolean("access", l.access);
-  std::string format;
-  if (r.string("format", format)) {
-    if (format == "json") {
-      l.format = log_format::json;
-    } else if (format == "text") {
-      l.format = log_format::text;
-    } else {
-      r.error_at("format", "log format must be 'json' or 'text'");
-    }
+  static constexpr std::array<std::string_view, 2> formats{"json", "text"};
+  std::size_t format = 0;
+  if (r.one_of("format", format, formats, "log format")) {
+    l.format = format == 0 ? log_format::json : log_format::text;
   }
   r.finish();
 }

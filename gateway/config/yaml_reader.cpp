@@ -1,5 +1,7 @@
 #include "gateway/config/yaml_reader.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -294,7 +296,28 @@ std::optional<YAML::Node> yaml_reader::section(const std::string& key, kind k, b
   return *v;
 }
 
-void yaml_reader::each_entry(const std::function<void(const std::string&, const YAML::Node&)>& fn) {
+bool yaml_reader::one_of(const std::string& key, std::size_t& index, std::span<const std::string_view> names,
+                         const std::string& noun) {
+  std::string value;
+  if (!string(key, value)) return false;
+  const auto at = std::find(names.begin(), names.end(), value);
+  if (at != names.end()) {
+    index = static_cast<std::size_t>(at - names.begin());
+    return true;
+  }
+  std::string message = noun + " must be ";
+  if (names.size() == 2) {
+    message += "'" + std::string(names[0]) + "' or '" + std::string(names[1]) + "'";
+  } else {
+    message += "one of ";
+    for (std::size_t i = 0; i < names.size(); ++i) message += (i == 0 ? "" : ", ") + std::string(names[i]);
+  }
+  error_at(key, message);
+  return false;
+}
+
+void yaml_reader::each_entry(const std::string& item,
+                             const std::function<void(const std::string&, yaml_reader&)>& fn) {
   iterated_ = true;
   for (const auto& [k, v] : entries_) {
     if (!k.IsScalar() || k.Scalar().empty()) {
@@ -305,7 +328,9 @@ void yaml_reader::each_entry(const std::function<void(const std::string&, const 
       report(errors_, k, what_ + ": key is not valid UTF-8");
       continue;
     }
-    fn(k.Scalar(), v);
+    yaml_reader entry(v, errors_, item + " '" + k.Scalar() + "'");
+    fn(k.Scalar(), entry);
+    entry.finish();
   }
 }
 

@@ -12,7 +12,9 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gateway {
@@ -36,8 +38,14 @@ class yaml_reader {
   bool json_object(const std::string& key, nlohmann::json& out);
   std::optional<YAML::Node> section(const std::string& key, kind k = kind::map, bool required = false);
 
-  // Calls `fn(key, value)` for every entry of this mapping (for name-keyed maps like downstreams).
-  void each_entry(const std::function<void(const std::string&, const YAML::Node&)>& fn);
+  // A string that must be one of `names`: `index` is set to its position. Anything else is reported as
+  // "NOUN must be 'a' or 'b'" (two names) or "NOUN must be one of a, b, c".
+  bool one_of(const std::string& key, std::size_t& index, std::span<const std::string_view> names,
+              const std::string& noun);
+
+  // For a name-keyed mapping (downstreams, params): calls `fn(name, entry)` for every entry, `entry` a
+  // reader of its value named "ITEM 'NAME'" in messages, finished (unknown keys reported) after `fn`.
+  void each_entry(const std::string& item, const std::function<void(const std::string&, yaml_reader&)>& fn);
 
   void error_at(const std::string& key, const std::string& message);
   void error_here(const std::string& message);  // at the mapping itself

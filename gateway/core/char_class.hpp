@@ -4,6 +4,7 @@
 
 #include <boost/url/grammar/alnum_chars.hpp>
 #include <boost/url/grammar/charset.hpp>
+#include <boost/url/grammar/hexdig_chars.hpp>
 #include <boost/url/grammar/lut_chars.hpp>
 
 #include <string_view>
@@ -20,6 +21,8 @@ inline constexpr chars field_text = chars([](char c) {
   const auto u = static_cast<unsigned char>(c);
   return u == '\t' || (u >= 0x20 && u != 0x7f);
 });
+// Hex digits, either case (chunk sizes).
+inline constexpr chars hexdig = chars(boost::urls::grammar::hexdig_chars);
 // Lowercase hex digits, as W3C trace context writes them.
 inline constexpr chars lower_hex = "0123456789abcdef";
 // What a client-supplied request id may hold, so that it is safe in headers and logs as it is.

@@ -1,10 +1,18 @@
 #pragma once
 // Small pieces of HTTP text handling shared by the gateway and the mock downstream. Pure functions.
+// (Character classes: core/char_class.hpp.)
 
 #include <string>
 #include <string_view>
 
 namespace gateway {
+
+// `s` without optional whitespace (RFC 9110 OWS: SP and HTAB) at either end.
+inline std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 // The reason phrase of a status code ("OK", "Bad Gateway"); "Unknown" for codes not used here.
 std::string_view reason_phrase(unsigned status);

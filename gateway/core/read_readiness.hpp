@@ -49,6 +49,10 @@ class read_readiness {
   // Queues the wait; `l` is called once, when the socket becomes readable or the wait is aborted.
   void wait(listener& l);
   bool waiting() const;
+  // True on the portable path: a wait reports input that is already waiting (level), so an owner that
+  // leaves input unread must not queue a wait until it has read (it would be told at every poll). False
+  // on the fast path, where only new arrivals are reported (edge) and a wait must stay queued.
+  static bool reports_waiting_input();
 
  private:
   struct state;  // the queued wait's; owned by this object, or by the queued wait once orphaned

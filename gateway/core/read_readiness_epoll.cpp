@@ -77,6 +77,10 @@ read_readiness::~read_readiness() {
   }
 }
 
+bool read_readiness::reports_waiting_input() {
+  return false;
+}
+
 bool read_readiness::waiting() const {
   return state_->queued;
 }

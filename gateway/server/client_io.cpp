@@ -173,9 +173,11 @@ void client_io::on_readable(const error_code& ec) {
   // returns at once. An abort (the socket cancelled: drain, shutdown) ends the next wait too.
   const bool watched = state_ == state::watching;
   on(ec ? event::cancelled : event::input);
-  if (!ec) {
+  if (!ec && !read_readiness::reports_waiting_input()) {
     // Queued again at once: the coroutine resumes only after the event loop has polled epoll again, and
     // an edge reported meanwhile (the client closing right after its request) must find a wait queued.
+    // A wait that reports waiting input (the portable path) is queued again only once the input is read
+    // (note_drained): queued now, it would fire at every poll until then, and the thread would spin.
     readiness_.wait(*this);
   }
   if (wake_.waiting()) {

@@ -1,16 +1,12 @@
 #include "gateway/server/request_framing.hpp"
 
+#include "gateway/core/http_text.hpp"
+
 #include <cstddef>
 #include <string>
 
 namespace gateway {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool iequals(std::string_view a, std::string_view lower) {
   if (a.size() != lower.size()) return false;
@@ -32,8 +28,8 @@ unsigned transfer_coding_status(bool present, std::string_view codings) {
   while (true) {
     const auto comma = codings.find(',');
     // A coding may carry parameters ("gzip;q=1" is not valid here, but "x;a=b" is a coding with one).
-    const auto element = trim(codings.substr(0, comma));
-    const auto name = trim(element.substr(0, element.find(';')));
+    const auto element = trim_ows(codings.substr(0, comma));
+    const auto name = trim_ows(element.substr(0, element.find(';')));
     if (name.empty()) return 400;  // an empty list element where a coding must be
     last_chunked = iequals(name, "chunked");
     if (last_chunked) {

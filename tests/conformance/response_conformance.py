@@ -12,7 +12,7 @@ ALLOWED_REFUSALS with its reason. Accepting what h11 refuses, or accepting with 
 or body, fails. Keeping a connection alive that h11 would close fails unless listed in
 ALLOWED_KEEP_ALIVE.
 
-Answers to HEAD are not generated: downstream calls are always GET (http_downstream.cpp) and the parser
+Answers to HEAD are not generated: downstream calls are always GET (downstream/http_call.cpp) and the parser
 has no method to know otherwise; the gateway's own answers to HEAD are checked by request_conformance.py.
 """
 
@@ -63,7 +63,7 @@ ALLOWED_REFUSALS = {
         "with them",
         {"bad_status"}),
     "header-limit": (
-        "a head over 16 KiB (response_header_limit in http_downstream.cpp)",
+        "a head over 16 KiB (response_header_limit in downstream/http_call.cpp)",
         {"header_limit"}),
     "te-empty-element": (
         "a Transfer-Encoding list with an empty element ('chunked,'): the parser takes exactly one 'chunked' "

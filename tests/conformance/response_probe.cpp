@@ -1,7 +1,8 @@
-// Runs gateway::response_parser over test cases the way a downstream call drives it (http_downstream.cpp):
-// bytes are put(), the unconsumed rest is presented again with the next bytes, need_more reads more, the
-// end of the connection is put_eof(), and a connection that ends before any byte is end_of_stream. Each
-// case is parsed whole and cut into pieces of 1 to 7 bytes; the results must not depend on the cuts.
+// Runs gateway::response_parser over test cases the way a downstream call drives it
+// (downstream/http_call.cpp): bytes are put(), the unconsumed rest is presented again with the next bytes,
+// need_more reads more, the end of the connection is put_eof(), and a connection that ends before any byte is
+// end_of_stream. Each case is parsed whole and cut into pieces of 1 to 7 bytes; the results must not depend
+// on the cuts.
 //
 // stdin, one case a line:   <id> <eof: 0|1> <bytes, base64>
 // stdout, one JSON object a line: {"id", "result": done|error|incomplete|inconsistent, "status",
@@ -27,7 +28,7 @@ namespace {
 namespace http = boost::beast::http;
 using boost::system::error_code;
 
-// The limits a downstream call uses (http_downstream.cpp, config max_response_bytes default).
+// The limits a downstream call uses (downstream/http_call.cpp, config max_response_bytes default).
 constexpr std::size_t body_limit = 1024 * 1024;
 constexpr std::size_t header_limit = 16 * 1024;
 

@@ -276,8 +276,8 @@ TEST_CASE("response parser: mutated answers, cut anywhere, never overrun or exce
   }
 }
 
-// Trailer fields are checked like header fields, line by line: a bare LF ends nothing (it must not let
-// the section run into the next response), and a line that is not a field is refused.
+// Trailer fields are checked like header fields: a bare LF ends nothing (it must not let the section run
+// into the next response), and a line that is not a field is refused.
 TEST_CASE("response parser: trailers are fields ending in CRLF, every cut") {
   check_all_cuts(
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: 1\r\nB-c: x y\r\n\r\n", 200,
