@@ -57,6 +57,10 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
+  if (tickets_[index].allowed) {  // a call that never reached the downstream counts neither way
+    (*request_->targets)[index]->breaker()->record(
+        tickets_[index], result.contacted ? result.outcome : call_outcome::cancelled, clock::now());
+  }
   if (request_->metrics)
     request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
                                  result.latency);
@@ -104,12 +108,22 @@ void fanout::start_call(std::size_t index) {
     result.detail = "no time left";
     return call_finished(index, std::move(result));
   }
+  auto* target = (*request.targets)[index];
+  if (auto* breaker = target->breaker()) {
+    tickets_[index] = breaker->allow(started_);
+    if (!tickets_[index].allowed) {  // open: falls back at once, no I/O
+      call_result result;
+      result.outcome = call_outcome::circuit_open;
+      result.detail = "circuit open";
+      return call_finished(index, std::move(result));
+    }
+  }
   {
     // start() has used the target by the time it returns (an HTTP call copies it into its request head),
     // so one buffer per thread serves every call without an allocation each.
-    thread_local std::string target;
-    target.clear();
-    if ((*request.targets)[index]->start(make_request(index, target), *this, index)) return;
+    thread_local std::string target_text;
+    target_text.clear();
+    if (target->start(make_request(index, target_text), *this, index)) return;
   }
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
@@ -137,6 +151,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   const std::size_t n = request.route->calls.size();
   results_.assign(n, call_result{});
   finished_.assign(n, 0);
+  tickets_.assign(n, circuit_breaker::ticket{});
   cancels_.clear();
   cancels_.resize(n);
   pending_ = n;

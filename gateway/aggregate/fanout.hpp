@@ -1,5 +1,7 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
+// A downstream's circuit breaker is asked before its call starts (an open one: the call ends at once as
+// circuit_open) and told the outcome when it finishes.
 // Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
 // (downstream::start, HTTP) or in a stackful coroutine of its own (SQL). A call's deadline is min(its
 // timeout, the request deadline) and is enforced here, by one timer for the whole request: a downstream needs
@@ -75,6 +77,7 @@ class fanout final : private call_sink {
   clock::time_point started_;              // when run() started the calls
   per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
   per_call<std::uint8_t> finished_;
+  per_call<circuit_breaker::ticket> tickets_;  // what each call's breaker allowed (to record the outcome)
   std::vector<call_result> results_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs

@@ -1,6 +1,5 @@
 #include "gateway/aggregate/merge.hpp"
 
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -126,8 +125,13 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
     } else {
       if (!call.fallback_members.empty()) size += 1 + call.fallback_members.size();
       size += degraded_suffix.size();
-      if (!merged.degraded.empty()) merged.degraded += ',';
+      const auto reason = to_string(result.outcome);
+      if (!route.degraded_reason_field.empty())
+        size += route.degraded_reason_field.size() + reason.size() + 6;
+      if (!merged.degraded.empty()) merged.degraded += ", ";
       merged.degraded += call.name;
+      merged.degraded += ";reason=";
+      merged.degraded += reason;
     }
   }
 
@@ -182,6 +186,13 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
       if (!call.fallback_members.empty()) {
         w.put(',');
         w.put(call.fallback_members);
+      }
+      if (!route.degraded_reason_field.empty()) {  // ,"reason":"timeout"
+        w.put(",\"");
+        w.put(route.degraded_reason_field);
+        w.put("\":\"");
+        w.put(to_string(result.outcome));
+        w.put('"');
       }
       w.put(degraded_suffix);
     }

@@ -82,6 +82,21 @@ struct sql_settings {
   std::size_t effective_permits() const { return permits == 0 ? pool_size : permits; }
 };
 
+// A downstream's circuit breaker. It opens when `failure_percent` of the calls in the last `window`
+// failed (timeouts and errors), once at least `min_calls` were made in it, or after
+// `consecutive_failures` failures in a row (0: that rule off). Open, calls fall back at once without
+// I/O; after `cooldown` it lets `half_open_calls` probe calls through and closes when all of them
+// succeed, or opens again on the first that fails.
+struct breaker_settings {
+  bool enabled = true;
+  microseconds window = std::chrono::seconds(10);
+  unsigned min_calls = 20;
+  unsigned failure_percent = 50;
+  unsigned consecutive_failures = 0;
+  microseconds cooldown = std::chrono::seconds(5);
+  unsigned half_open_calls = 3;
+};
+
 struct downstream_settings {
   std::string name;
   downstream_kind kind = downstream_kind::http;
@@ -95,6 +110,7 @@ struct downstream_settings {
   std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
   microseconds dns_refresh = std::chrono::seconds(30);   // a host name is resolved again this often
+  breaker_settings breaker;
 };
 
 struct param_settings {
@@ -123,6 +139,7 @@ struct route_settings {
   microseconds deadline = milliseconds(800);
   std::vector<param_settings> params;
   response_shape response = response_shape::array;
+  std::string degraded_reason_field;  // a degraded entry's field naming why (its outcome); empty: none
   std::vector<call_settings> calls;
 };
 

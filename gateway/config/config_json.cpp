@@ -42,6 +42,14 @@ nlohmann::json downstream_json(const downstream_settings& d) {
   }
   j["connect_timeout"] = format_duration(d.connect_timeout);
   j["max_response_bytes"] = d.max_response_bytes;
+  const auto& b = d.breaker;
+  j["circuit_breaker"] = {{"enabled", b.enabled},
+                          {"window", format_duration(b.window)},
+                          {"min_calls", b.min_calls},
+                          {"failure_percent", b.failure_percent},
+                          {"consecutive_failures", b.consecutive_failures},
+                          {"cooldown", format_duration(b.cooldown)},
+                          {"half_open_calls", b.half_open_calls}};
   return j;
 }
 
@@ -51,6 +59,7 @@ nlohmann::json route_json(const route_settings& r) {
   j["method"] = r.method;
   j["deadline"] = format_duration(r.deadline);
   j["response"] = r.response == response_shape::array ? "array" : "object";
+  if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
   j["params"] = nlohmann::json::object();
   for (const auto& p : r.params) {
     nlohmann::json param{{"required", p.required}};

@@ -52,6 +52,20 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
   }
 }
 
+void read_breaker(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
+  auto& b = d.breaker;
+  yaml_reader r(node, state.errors, "downstream '" + d.name + "'.circuit_breaker");
+  r.boolean("enabled", b.enabled);
+  r.duration("window", b.window);
+  r.unsigned_int("min_calls", b.min_calls, 1, 1'000'000);
+  r.unsigned_int("failure_percent", b.failure_percent, 1, 100);
+  r.unsigned_int("consecutive_failures", b.consecutive_failures, 0, 1'000'000);
+  r.duration("cooldown", b.cooldown);
+  r.unsigned_int("half_open_calls", b.half_open_calls, 1, 1000);
+  if (b.window < std::chrono::milliseconds(100)) r.error_at("window", "window must be at least 100ms");
+  r.finish();
+}
+
 }  // namespace
 
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
@@ -79,6 +93,7 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
         r.error_at("dns_refresh", "dns_refresh must be at least 1s");
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
+    if (auto b = r.section("circuit_breaker")) read_breaker(state, *b, d);
     cfg.downstreams.push_back(std::move(d));
   });
 }

@@ -121,6 +121,14 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   if (r.one_of("response", shape, shapes, "response")) {
     route.response = shape == 0 ? response_shape::array : response_shape::object;
   }
+  if (r.string("degraded_reason_field", route.degraded_reason_field)) {
+    const auto& field = route.degraded_reason_field;
+    if (!valid_name(field) || field == "source" || field == "degraded") {
+      r.error_at("degraded_reason_field", std::string("degraded_reason_field must be a field name other than "
+                                                      "'source' and 'degraded' (") +
+                                              name_rule + ")");
+    }
+  }
   if (auto p = r.section("params")) read_params(state, *p, route);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
   r.finish();

@@ -14,6 +14,8 @@ std::string_view to_string(call_outcome outcome) {
       return "cancelled";
     case call_outcome::rejected:
       return "rejected";
+    case call_outcome::circuit_open:
+      return "circuit_open";
   }
   return "error";
 }

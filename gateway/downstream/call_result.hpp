@@ -11,12 +11,14 @@
 namespace gateway {
 
 enum class call_outcome : std::uint8_t {
-  ok,         // 2xx with a JSON object
-  timeout,    // the call's own timeout or the request's deadline passed
-  error,      // connect refused, reset, bad status, bad body, ...
-  cancelled,  // the request was abandoned (client gone, shutdown)
-  rejected,   // refused locally before any I/O (no capacity)
+  ok,            // 2xx with a JSON object
+  timeout,       // the call's own timeout or the request's deadline passed
+  error,         // connect refused, reset, bad status, bad body, ...
+  cancelled,     // the request was abandoned (client gone, shutdown)
+  rejected,      // refused locally before any I/O (no capacity)
+  circuit_open,  // refused locally before any I/O: the downstream's circuit breaker is open
 };
+inline constexpr std::size_t call_outcome_count = 6;
 
 std::string_view to_string(call_outcome outcome);
 
@@ -26,6 +28,10 @@ struct call_result {
   unsigned status = 0;      // HTTP status when one was received
   json_object_text body;    // the JSON object when outcome == ok
   clock::duration latency{};
+  // The downstream was reached: a connection to it used or opened, a query sent. False when the call
+  // ended while it waited for something local (a pool connection, a database permit): no fault of the
+  // downstream's, so its circuit breaker does not count it.
+  bool contacted = true;
 
   bool ok() const { return outcome == call_outcome::ok; }
 };

@@ -11,10 +11,12 @@
 #include "gateway/config/config.hpp"
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"
+#include "gateway/downstream/circuit_breaker.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/spawn.hpp>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +61,13 @@ class downstream {
   virtual void close_idle(std::size_t worker) = 0;
   // False while the downstream cannot serve at all (e.g. a database pool with no open connection).
   virtual bool ready() const { return true; }
+
+  // The downstream's circuit breaker, asked by the fan-out around every call; null when it has none.
+  circuit_breaker* breaker() const { return breaker_.get(); }
+  void set_breaker(std::unique_ptr<circuit_breaker> breaker) { breaker_ = std::move(breaker); }
+
+ private:
+  std::unique_ptr<circuit_breaker> breaker_;
 };
 
 }  // namespace gateway

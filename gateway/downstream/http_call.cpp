@@ -157,6 +157,7 @@ void http_call::exchange(connection_pool::handle conn) {
     return acquire(false);
   }
   conn_ = std::move(conn);
+  contacted_ = true;
   write();
 }
 
@@ -164,6 +165,7 @@ void http_call::connect() {
   error_code unresolved;
   conn_ = pool_.open(unresolved);
   if (!conn_) return fail(unresolved, "host not resolved");
+  contacted_ = true;
   enter(state::connecting);
   // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
   // Armed at most once per call: a retry follows only a failed reused connection, never a new one.
@@ -301,7 +303,9 @@ void http_call::exchange_failed(const error_code& ec, const char* what) {
 }
 
 void http_call::fail(const error_code& ec, const char* what) {
-  finish(failure_result(ec, what, cancel_.cancelled()), clock::now());
+  auto result = failure_result(ec, what, cancel_.cancelled());
+  result.contacted = contacted_;
+  finish(std::move(result), clock::now());
 }
 
 // Hands the result to the fan-out: the call's last act. Safe (direct_wake's rule) because it is reached

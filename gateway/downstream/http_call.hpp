@@ -102,6 +102,7 @@ class http_call final : public read_readiness::listener {
   connection_pool::waiter waiter_;         // queued: the call's place in the pool's queue
   connection_pool::handle conn_;           // connecting through reading
   std::optional<response_parser> parser_;  // writing and reading (the last attempt's, after it)
+  bool contacted_ = false;                 // a connection to the downstream was used or opened
   bool input_waiting_ = false;             // writing: input arrived before the request was all sent
 };
 

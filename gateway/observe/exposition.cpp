@@ -1,6 +1,7 @@
 #include "gateway/observe/exposition.hpp"
 
 #include "gateway/core/memory_budget.hpp"
+#include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
@@ -55,6 +56,24 @@ void render_databases(prometheus_writer& out, const std::vector<const sql_downst
                static_cast<double>(d->stats().reconnects.load()));
 }
 
+void render_breakers(prometheus_writer& out, const std::vector<const circuit_breaker*>& breakers) {
+  if (breakers.empty()) return;
+  out.family("gateway_circuit_state", "gauge",
+             "State of each downstream's circuit breaker: 0 closed, 1 half-open, 2 open.");
+  for (const auto* b : breakers)
+    out.sample("gateway_circuit_state", {{"downstream", b->downstream()}},
+               static_cast<double>(static_cast<int>(b->current())));
+  out.family("gateway_circuit_transitions_total", "counter",
+             "Circuit breaker transitions by the state entered.");
+  for (const auto* b : breakers) {
+    for (auto to :
+         {circuit_breaker::state::closed, circuit_breaker::state::half_open, circuit_breaker::state::open})
+      out.sample("gateway_circuit_transitions_total",
+                 {{"downstream", b->downstream()}, {"to", to_string(to)}},
+                 static_cast<double>(b->transitions_to(to)));
+  }
+}
+
 // One family with one unlabelled sample.
 void single(prometheus_writer& out, std::string_view name, std::string_view type, std::string_view help,
             double value) {
@@ -80,6 +99,7 @@ std::string render_exposition(const exposition_sources& from) {
            "Access log lines dropped because stdout was full, slow or failing.",
            static_cast<double>(from.log->dropped()));
   }
+  if (from.breakers) render_breakers(out, *from.breakers);
   render_databases(out, *from.databases);
   const auto p = read_process_stats();
   single(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",

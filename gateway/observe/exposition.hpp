@@ -1,6 +1,7 @@
 #pragma once
 // The whole /metrics page in the Prometheus text format: the request metrics, then the gateway's gauges
-// (memory budget, open connections, access log), the databases, the process and the build. Rendered on
+// (memory budget, open connections, access log), the circuit breakers, the databases, the process and the
+// build. Rendered on
 // the admin thread at each scrape; reads only atomics and thread-safe snapshots.
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 namespace gateway {
 
 class access_log;
+class circuit_breaker;
 class metrics_registry;
 class sql_downstream;
 
@@ -19,6 +21,7 @@ struct exposition_sources {
   std::size_t open_connections = 0;  // on the public listener
   const access_log* log = nullptr;   // null when access logging is off
   const std::vector<const sql_downstream*>* databases = nullptr;
+  const std::vector<const circuit_breaker*>* breakers = nullptr;
 };
 
 std::string render_exposition(const exposition_sources& from);

@@ -1,5 +1,6 @@
 #include "gateway/observe/logging.hpp"
 
+#include "gateway/aggregate/degraded_list.hpp"
 #include "gateway/core/json_text.hpp"
 
 #include <poll.h>
@@ -57,15 +58,12 @@ std::string format_access_line(const access_entry& e, log_format format) {
     line += ",\"duration_ms\":";
     line += duration;
     line += ",\"degraded\":[";
-    std::string_view rest = e.degraded;
     bool first = true;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
+    for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
       if (!first) line += ',';
       first = false;
-      append_json_string(line, rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+      append_json_string(line, name);
+    });
     line += "],\"bytes\":" + std::to_string(e.bytes);
     line += ",\"client\":";
     append_json_string(line, e.client);
@@ -75,7 +73,14 @@ std::string format_access_line(const access_entry& e, log_format format) {
     line.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
     line.append(" ").append(e.method).append(" ").append(e.route);
     line.append(" ").append(std::to_string(e.status)).append(" ").append(duration).append("ms");
-    line.append(" degraded=").append(e.degraded.empty() ? "-" : e.degraded);
+    line.append(" degraded=");
+    if (e.degraded.empty()) line += '-';
+    bool first = true;
+    for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
+      if (!first) line += ',';
+      first = false;
+      line.append(name);
+    });
     line.append(" bytes=").append(std::to_string(e.bytes));
     line.append(" client=").append(e.client);
   }

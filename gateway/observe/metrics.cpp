@@ -30,8 +30,9 @@ std::size_t method_slot(std::string_view method) {
   return methods.size() - 1;
 }
 
-constexpr std::array<call_outcome, 5> outcomes{call_outcome::ok, call_outcome::timeout, call_outcome::error,
-                                               call_outcome::cancelled, call_outcome::rejected};
+constexpr std::array<call_outcome, call_outcome_count> outcomes{
+    call_outcome::ok,        call_outcome::timeout,  call_outcome::error,
+    call_outcome::cancelled, call_outcome::rejected, call_outcome::circuit_open};
 
 }  // namespace
 
@@ -87,8 +88,9 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.family("http_server_active_requests", "gauge", "Inbound requests being handled.");
   out.sample("http_server_active_requests", {}, static_cast<double>(active_requests));
 
-  out.family("http_client_request_duration_seconds", "histogram",
-             "Duration of downstream calls by outcome (ok, timeout, error, cancelled, rejected).");
+  out.family(
+      "http_client_request_duration_seconds", "histogram",
+      "Duration of downstream calls by outcome (ok, timeout, error, cancelled, rejected, circuit_open).");
   std::vector<std::pair<std::size_t, histogram::snapshot>> calls;
   for (std::size_t d = 0; d < config_.downstreams.size(); ++d) {
     for (std::size_t o = 0; o < outcomes.size(); ++o) {

@@ -46,7 +46,7 @@ class worker_metrics {
 
  private:
   friend class metrics_registry;
-  static constexpr std::size_t outcome_count = 5;
+  static constexpr std::size_t outcome_count = call_outcome_count;
   using counter = std::atomic<std::uint64_t>;
   static void bump(counter& c) { c.fetch_add(1, std::memory_order_relaxed); }
 

@@ -40,7 +40,8 @@ admin_reply answer_admin(std::string_view path, const admin_sources& from) {
                                    .inflight = from.state->inflight.load(std::memory_order_relaxed),
                                    .open_connections = from.state->connections.load(),
                                    .log = from.log,
-                                   .databases = &from.databases});
+                                   .databases = &from.databases,
+                                   .breakers = &from.breakers});
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(page)};
   }
   if (path == "/config") return {200, "application/json", from.config_json};

@@ -13,6 +13,7 @@
 namespace gateway {
 
 class access_log;
+class circuit_breaker;
 class heartbeat;
 class metrics_registry;
 class sql_downstream;
@@ -24,6 +25,7 @@ struct admin_sources {
   std::vector<const heartbeat*> heartbeats;      // one per I/O thread, by index
   clock::duration stall_threshold{};             // admin.stall_threshold: a silent thread fails /livez
   std::vector<const sql_downstream*> databases;  // /readyz waits for them to connect
+  std::vector<const circuit_breaker*> breakers;  // shown in /metrics
   const metrics_registry* metrics = nullptr;
   const access_log* log = nullptr;  // null when access logging is off
   std::string config_json;          // the effective configuration, rendered once

@@ -14,6 +14,20 @@
 namespace gateway {
 namespace {
 
+// What the client gets when a required call fails: 504 when it ran out of time, 503 when it was refused
+// locally without trying (an open circuit breaker, no capacity), 502 for anything the downstream did.
+unsigned required_call_status(call_outcome outcome) {
+  switch (outcome) {
+    case call_outcome::timeout:
+      return 504;
+    case call_outcome::circuit_open:
+    case call_outcome::rejected:
+      return 503;
+    default:
+      return 502;
+  }
+}
+
 bool safe_token(std::string_view s, std::size_t max) {
   return !s.empty() && s.size() <= max && char_class::all_of(s, char_class::request_id);
 }
@@ -143,8 +157,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].ok()) continue;
       // An error answer has no entries: no fallback was served, nothing was degraded.
-      const bool timed_out = results[i].outcome == call_outcome::timeout;
-      auto r = error_response(timed_out ? 504 : 502,
+      auto r = error_response(required_call_status(results[i].outcome),
                               "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
                               std::move(request_id));
       r.route = route_index;

@@ -54,6 +54,7 @@ struct server::impl {
   host_resolver resolver;  // its thread stops after the downstreams that share its addresses
   std::map<std::string, std::unique_ptr<downstream>> downstreams;
   std::vector<const sql_downstream*> sql_downstreams;
+  std::vector<const circuit_breaker*> breakers;  // of the downstreams that have one, in config order
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
@@ -72,16 +73,20 @@ void server::impl::build_downstreams(const std::vector<net::io_context*>& iocs) 
     auto& slot = downstreams[d.name];
     if (d.kind == downstream_kind::http) {
       slot = std::make_unique<http_downstream>(d, iocs, resolver);
-      continue;
-    }
-    std::unique_ptr<sql_downstream> sql;
-    if (d.sql.driver == sql_driver::sqlite) {
-      sql = std::make_unique<sqlite_downstream>(d);
     } else {
-      sql = std::make_unique<postgres_downstream>(d);
+      std::unique_ptr<sql_downstream> sql;
+      if (d.sql.driver == sql_driver::sqlite) {
+        sql = std::make_unique<sqlite_downstream>(d);
+      } else {
+        sql = std::make_unique<postgres_downstream>(d);
+      }
+      sql_downstreams.push_back(sql.get());
+      slot = std::move(sql);
     }
-    sql_downstreams.push_back(sql.get());
-    slot = std::move(sql);
+    if (d.breaker.enabled) {
+      slot->set_breaker(std::make_unique<circuit_breaker>(d.name, d.breaker));
+      breakers.push_back(slot->breaker());
+    }
   }
   // Names resolve in the background; give them a moment so that the first requests find them.
   resolver.start(std::chrono::seconds(2));
@@ -135,8 +140,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
     auto& row = targets.emplace_back();
     for (const auto& call : route.calls) row.push_back(impl_->downstreams.at(call.downstream).get());
   }
-  impl_->handler =
-      std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
+  impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
 
   std::vector<acceptor::io_thread> io_threads;
   for (std::size_t i = 0; i < threads; ++i) {
@@ -155,6 +159,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.state = &impl_->state;
   view.stall_threshold = cfg.admin.stall_threshold;
   view.databases = impl_->sql_downstreams;
+  view.breakers = impl_->breakers;
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
   view.config_json = effective_config_json(cfg).dump(2) + "\n";

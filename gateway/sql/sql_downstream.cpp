@@ -60,10 +60,11 @@ call_result sql_downstream::call(const call_request& request, boost::asio::yield
     stats_.queries[static_cast<std::size_t>(r.outcome)].fetch_add(1, std::memory_order_relaxed);
     return r;
   };
-  auto fail = [&](call_outcome outcome, const char* detail) {
+  auto fail = [&](call_outcome outcome, const char* detail, bool contacted = true) {
     call_result r;
     r.outcome = outcome;
     r.detail = detail;
+    r.contacted = contacted;
     return finish(std::move(r));
   };
 
@@ -85,11 +86,11 @@ call_result sql_downstream::call(const call_request& request, boost::asio::yield
     case async_semaphore::status::acquired:
       break;
     case async_semaphore::status::queue_full:
-      return fail(call_outcome::rejected, "database queue full");
+      return fail(call_outcome::rejected, "database queue full", false);
     case async_semaphore::status::timeout:
-      return fail(call_outcome::timeout, "waiting for a database permit");
+      return fail(call_outcome::timeout, "waiting for a database permit", false);
     case async_semaphore::status::cancelled:
-      return fail(call_outcome::cancelled, "waiting for a database permit");
+      return fail(call_outcome::cancelled, "waiting for a database permit", false);
   }
   // A permit holder always finds a connection slot (permits <= pool_size), but it may be broken.
   const auto slot = slots_.take_idle();

@@ -171,6 +171,8 @@ TEST_CASE("several failing downstreams are all listed in X-Degraded in call orde
 
   auto res = http_get(gw.port(), offer_target("M1"));
   check_offer(res, "M1", {"inventory", "coupon", "recommendation"});
+  CHECK(res.header("x-degraded") ==
+        "inventory;reason=error, coupon;reason=timeout, recommendation;reason=error");
 }
 
 TEST_CASE("all downstreams failing still gives 200 with six fallbacks", "[degraded]") {

@@ -1,5 +1,7 @@
 #include "tests/support/http_client.hpp"
 
+#include "gateway/aggregate/degraded_list.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -55,6 +57,26 @@ std::optional<std::string> http_response::header(std::string_view name) const {
   for (const auto& [k, v] : headers)
     if (iequals(k, name)) return v;
   return std::nullopt;
+}
+
+std::optional<std::string> http_response::degraded_calls() const {
+  const auto list = header("x-degraded");
+  if (!list) return std::nullopt;
+  std::string names;
+  gateway::for_each_degraded(*list, [&](std::string_view name, std::string_view) {
+    if (!names.empty()) names += ',';
+    names += name;
+  });
+  return names;
+}
+
+std::optional<std::string> http_response::degraded_reason(std::string_view call) const {
+  std::optional<std::string> found;
+  gateway::for_each_degraded(header("x-degraded").value_or(""),
+                             [&](std::string_view name, std::string_view why) {
+                               if (name == call) found = std::string(why);
+                             });
+  return found;
 }
 
 nlohmann::json http_response::json() const {

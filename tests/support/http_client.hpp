@@ -35,6 +35,10 @@ struct http_response {
   bool has_header(std::string_view name) const { return header(name).has_value(); }
   // The body parsed as JSON; throws http_error (with the body) if it is not JSON.
   nlohmann::json json() const;
+  // The calls X-Degraded lists, by name, joined by ','; nullopt without the header.
+  std::optional<std::string> degraded_calls() const;
+  // Why X-Degraded says `call` was degraded ("timeout"); nullopt when it does not list it.
+  std::optional<std::string> degraded_reason(std::string_view call) const;
 };
 
 class http_connection {

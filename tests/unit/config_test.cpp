@@ -148,6 +148,59 @@ TEST_CASE("each kind of error is reported at its line and column", "[config]") {
   }
 }
 
+TEST_CASE("a downstream's circuit breaker is on by default and read from circuit_breaker", "[config]") {
+  const auto defaults = load_config_text(good, "t.yaml");
+  REQUIRE(defaults.config);
+  const auto& d = defaults.config->downstreams[0].breaker;
+  CHECK(d.enabled);
+  CHECK(d.min_calls == 20);
+  CHECK(d.failure_percent == 50);
+  CHECK(d.consecutive_failures == 0);
+
+  std::string text = good;
+  text.replace(
+      text.find("    max_connections: 16"), 23,
+      "    max_connections: 16\n    circuit_breaker: {window: 30s, min_calls: 5, failure_percent: 20, "
+      "consecutive_failures: 0, cooldown: 250ms, half_open_calls: 4}");
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.errors.empty());
+  const auto& b = r.config->downstreams[0].breaker;
+  CHECK(b.window == std::chrono::seconds(30));
+  CHECK(b.min_calls == 5);
+  CHECK(b.failure_percent == 20);
+  CHECK(b.consecutive_failures == 0);
+  CHECK(b.cooldown == std::chrono::milliseconds(250));
+  CHECK(b.half_open_calls == 4);
+  const auto shown = effective_config_json(*r.config)["downstreams"]["inventory"]["circuit_breaker"];
+  CHECK(shown["cooldown"] == "250ms");
+  CHECK(shown["enabled"] == true);
+}
+
+TEST_CASE("circuit breaker and degraded_reason_field mistakes are reported where they are", "[config]") {
+  SECTION("a percentage over 100") {
+    const auto e = only_error("    max_connections: 16",
+                              "    max_connections: 16\n    circuit_breaker: {failure_percent: 150}");
+    CHECK(e.line == 9);
+    CHECK_THAT(e.message, Catch::Contains("failure_percent"));
+  }
+  SECTION("an unknown key") {
+    const auto e =
+        only_error("    max_connections: 16", "    max_connections: 16\n    circuit_breaker: {cooldwn: 1s}");
+    CHECK_THAT(e.message, Catch::Contains("unknown key 'cooldwn'"));
+  }
+  SECTION("a window too short to count in") {
+    const auto e =
+        only_error("    max_connections: 16", "    max_connections: 16\n    circuit_breaker: {window: 50ms}");
+    CHECK_THAT(e.message, Catch::Contains("window must be at least 100ms"));
+  }
+  SECTION("a reason field that takes a gateway field's name") {
+    const auto e =
+        only_error("    response: object", "    response: object\n    degraded_reason_field: source");
+    CHECK(e.line == 15);
+    CHECK_THAT(e.message, Catch::Contains("degraded_reason_field"));
+  }
+}
+
 TEST_CASE("a duplicate call name and duplicate keys are errors", "[config]") {
   std::string text = good + R"(      - name: inventory
         downstream: inventory

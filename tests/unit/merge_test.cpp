@@ -1,4 +1,5 @@
 #include "gateway/aggregate/merge.hpp"
+#include "gateway/aggregate/degraded_list.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>
@@ -53,7 +54,7 @@ TEST_CASE("array merge keeps call order, filters fields and marks degraded entri
   CHECK(body[1] ==
         json{{"source", "coupon"}, {"priceCent", -1}, {"stock", 0}, {"note", "n/a"}, {"degraded", true}});
   CHECK(body[2] == json{{"source", "bare"}, {"nested", {{"a", 1}}}, {"degraded", false}});
-  CHECK(merged.degraded == "coupon");
+  CHECK(merged.degraded == "coupon;reason=timeout");
 }
 
 TEST_CASE("object merge is keyed by call name") {
@@ -66,7 +67,29 @@ TEST_CASE("object merge is keyed by call name") {
         json{{"source", "inventory"}, {"priceCent", -1}, {"stock", 0}, {"degraded", true}});
   CHECK(body["coupon"] == json{{"source", "coupon"}, {"v", "x"}, {"degraded", false}});
   CHECK(body["bare"] == json{{"source", "bare"}, {"degraded", true}});
-  CHECK(merged.degraded == "inventory,bare");
+  CHECK(merged.degraded == "inventory;reason=error, bare;reason=cancelled");
+}
+
+TEST_CASE("a route's degraded_reason_field names why each degraded entry fell back") {
+  auto route = route_with("array");
+  route.degraded_reason_field = "why";
+  const auto merged = merge_results(
+      route, {failed(call_outcome::circuit_open), ok({{"v", 1}}), failed(call_outcome::rejected)});
+  const auto body = json::parse(merged.body);
+  CHECK(body[0] == json{{"source", "inventory"},
+                        {"priceCent", -1},
+                        {"stock", 0},
+                        {"why", "circuit_open"},
+                        {"degraded", true}});
+  CHECK(body[1] == json{{"source", "coupon"}, {"v", 1}, {"degraded", false}});
+  CHECK(body[2] == json{{"source", "bare"}, {"why", "rejected"}, {"degraded", true}});
+  CHECK(merged.degraded == "inventory;reason=circuit_open, bare;reason=rejected");
+  std::vector<std::pair<std::string, std::string>> listed;
+  for_each_degraded(merged.degraded, [&](std::string_view name, std::string_view reason) {
+    listed.emplace_back(name, reason);
+  });
+  CHECK(listed == std::vector<std::pair<std::string, std::string>>{{"inventory", "circuit_open"},
+                                                                   {"bare", "rejected"}});
 }
 
 TEST_CASE("merged output is valid JSON whatever the strings hold") {

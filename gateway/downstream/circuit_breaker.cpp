@@ -1,0 +1,138 @@
+#include "gateway/downstream/circuit_breaker.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <string>
+
+namespace gateway {
+
+namespace {
+
+constexpr std::uint32_t state_bits = 3;
+
+std::string whole_duration(clock::duration d) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
+std::string_view to_string(circuit_breaker::state s) {
+  switch (s) {
+    case circuit_breaker::state::closed:
+      return "closed";
+    case circuit_breaker::state::half_open:
+      return "half_open";
+    case circuit_breaker::state::open:
+      return "open";
+  }
+  return "closed";
+}
+
+circuit_breaker::circuit_breaker(std::string downstream, const breaker_settings& settings)
+    : downstream_(std::move(downstream)), settings_(settings), epoch_(clock::now()) {}
+
+circuit_breaker::ticket circuit_breaker::allow(clock::time_point now) {
+  const auto word = word_.load(std::memory_order_acquire);
+  if (static_cast<state>(word & state_bits) == state::closed) return {word >> 2, true, false};
+  std::lock_guard lock(mutex_);
+  if (current() == state::open) {
+    if (now < opened_at_ + settings_.cooldown) return {};
+    enter(state::half_open, now,
+          "letting " + std::to_string(settings_.half_open_calls) + " probe calls through");
+  }
+  const auto generation = word_.load(std::memory_order_relaxed) >> 2;
+  if (current() == state::closed) return {generation, true, false};
+  if (probes_started_ >= settings_.half_open_calls) return {};
+  ++probes_started_;
+  return {generation, true, true};
+}
+
+void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_point now) {
+  if (!t.allowed) return;
+  const bool failed = outcome == call_outcome::timeout || outcome == call_outcome::error;
+  const bool succeeded = outcome == call_outcome::ok;
+  std::lock_guard lock(mutex_);
+  if (t.generation != word_.load(std::memory_order_relaxed) >> 2) return;  // started before a transition
+  switch (current()) {
+    case state::closed: {
+      if (!failed && !succeeded) return;
+      count(failed, now);
+      consecutive_ = failed ? consecutive_ + 1 : 0;
+      if (!failed) return;
+      if (settings_.consecutive_failures != 0 && consecutive_ >= settings_.consecutive_failures) {
+        enter(state::open, now, std::to_string(consecutive_) + " failures in a row");
+        return;
+      }
+      const auto seen = window_totals(now);
+      if (seen.calls >= settings_.min_calls &&
+          std::uint64_t{seen.failures} * 100 >= std::uint64_t{seen.calls} * settings_.failure_percent) {
+        enter(state::open, now,
+              std::to_string(seen.failures) + " of " + std::to_string(seen.calls) + " calls failed in " +
+                  whole_duration(settings_.window));
+      }
+      return;
+    }
+    case state::half_open:
+      if (failed) {
+        enter(state::open, now, "a probe call failed");
+      } else if (!succeeded) {
+        if (t.probe && probes_started_ > 0) --probes_started_;  // cancelled: another probe may go
+      } else if (t.probe && ++probes_succeeded_ >= settings_.half_open_calls) {
+        enter(state::closed, now, std::to_string(probes_succeeded_) + " probe calls succeeded");
+      }
+      return;
+    case state::open:
+      return;
+  }
+}
+
+void circuit_breaker::enter(state to, clock::time_point now, const std::string& why) {
+  const auto generation = (word_.load(std::memory_order_relaxed) >> 2) + 1;
+  word_.store(generation << 2 | static_cast<std::uint32_t>(to), std::memory_order_release);
+  transitions_[static_cast<std::size_t>(to)].fetch_add(1, std::memory_order_relaxed);
+  probes_started_ = 0;
+  probes_succeeded_ = 0;
+  switch (to) {
+    case state::open:
+      opened_at_ = now;
+      spdlog::warn("circuit of downstream '{}' opened: {}; its calls fall back at once for {}", downstream_,
+                   why, whole_duration(settings_.cooldown));
+      break;
+    case state::half_open:
+      spdlog::info("circuit of downstream '{}' half-open: {}", downstream_, why);
+      break;
+    case state::closed:
+      window_ = {};
+      consecutive_ = 0;
+      spdlog::info("circuit of downstream '{}' closed: {}", downstream_, why);
+      break;
+  }
+}
+
+std::int64_t circuit_breaker::slot_of(clock::time_point now) const {
+  const auto width = std::max<clock::duration::rep>(1, clock::duration(settings_.window).count() / buckets);
+  return now <= epoch_ ? 0 : (now - epoch_).count() / width;
+}
+
+void circuit_breaker::count(bool failed, clock::time_point now) {
+  const auto slot = slot_of(now);
+  auto& b = window_[static_cast<std::size_t>(slot) % buckets];
+  if (b.slot != slot) b = bucket{slot, 0, 0};
+  ++b.calls;
+  if (failed) ++b.failures;
+}
+
+circuit_breaker::totals circuit_breaker::window_totals(clock::time_point now) const {
+  const auto slot = slot_of(now);
+  totals t;
+  for (const auto& b : window_) {
+    if (b.slot < 0 || b.slot <= slot - static_cast<std::int64_t>(buckets)) continue;
+    t.calls += b.calls;
+    t.failures += b.failures;
+  }
+  return t;
+}
+
+}  // namespace gateway

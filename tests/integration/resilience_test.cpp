@@ -1,0 +1,148 @@
+// Resilience per downstream, against the real gateway and mock: the circuit breaker opens on a hung
+// downstream (answers stop waiting for the deadline), recovers through half-open probes, and says so in
+// metrics, logs and X-Degraded; what a client sees for each outcome of a required call.
+
+#include "tests/support/offer_checks.hpp"
+#include "tests/support/prometheus_text.hpp"
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+using namespace test_support;
+using namespace std::chrono_literals;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+double metric(const gateway_process& gw, const std::string& name, const label_map& labels) {
+  const auto page = parse_exposition(http_get(gw.admin_port(), "/metrics").body);
+  INFO(text_of(page.problems));
+  CHECK(page.problems.empty());
+  return total(page, name, labels);
+}
+
+// A breaker that opens after three failures in a row and probes again after one second.
+const std::string quick_breaker =
+    "    circuit_breaker: {consecutive_failures: 3, cooldown: 1s, half_open_calls: 2}\n";
+
+}  // namespace
+
+TEST_CASE(
+    "breaker: a hung downstream's circuit opens, answers stop waiting for the deadline, probes close it",
+    "[resilience][breaker]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "coupon=hang"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "300ms";
+  cfg.downstream_extra = quick_breaker;
+  gateway_process gw(cfg.yaml());
+
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 0);
+  for (int i = 0; i < 3; ++i) {
+    auto res = http_get(gw.port(), offer_target("B" + std::to_string(i)));
+    check_offer(res, "B" + std::to_string(i), {"coupon"});
+    CHECK(res.degraded_reason("coupon") == "timeout");
+  }
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 2);
+  CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "coupon"}, {"to", "open"}}) == 1);
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "inventory"}}) == 0);
+  const auto coupon_calls = mock.path_counter(mock.stats(), "coupon", "requests");
+
+  // Open: the call falls back at once, without reaching the downstream.
+  for (int i = 0; i < 5; ++i) {
+    const auto start = steady::now();
+    auto res = http_get(gw.port(), offer_target("O" + std::to_string(i)));
+    const auto took = steady::now() - start;
+    check_offer(res, "O" + std::to_string(i), {"coupon"});
+    CHECK(res.degraded_reason("coupon") == "circuit_open");
+    CHECK(took < 200ms);  // the deadline is 300 ms; the healthy calls take about 5 ms
+  }
+  CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == coupon_calls);
+  CHECK(metric(gw, "gateway_downstream_calls_total",
+               {{"downstream", "coupon"}, {"outcome", "circuit_open"}}) == 5);
+
+  // Recovered: after the cooldown two probe calls go through and close the circuit.
+  mock.set_mode("coupon", "ok");
+  std::this_thread::sleep_for(1100ms);
+  check_offer(http_get(gw.port(), offer_target("P1")), "P1");
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 1);
+  check_offer(http_get(gw.port(), offer_target("P2")), "P2");
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 0);
+  CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "coupon"}, {"to", "half_open"}}) ==
+        1);
+  CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "coupon"}, {"to", "closed"}}) == 1);
+  check_offer(http_get(gw.port(), offer_target("C1")), "C1");
+
+  // Each transition logged once.
+  const auto log = gw.process().stderr_text();
+  const auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("circuit of downstream 'coupon' opened: 3 failures in a row") == 1);
+  CHECK(count("circuit of downstream 'coupon' half-open") == 1);
+  CHECK(count("circuit of downstream 'coupon' closed") == 1);
+}
+
+TEST_CASE("breaker: a probe that fails opens the circuit again", "[resilience][breaker]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "coupon=fail"});
+  seed_config cfg{mock.url()};
+  cfg.downstream_extra = quick_breaker;
+  gateway_process gw(cfg.yaml());
+
+  for (int i = 0; i < 3; ++i) check_offer(http_get(gw.port(), offer_target("F")), "F", {"coupon"});
+  REQUIRE(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 2);
+  std::this_thread::sleep_for(1100ms);
+  auto probe = http_get(gw.port(), offer_target("F"));
+  CHECK(probe.degraded_reason("coupon") == "error");
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 2);
+  CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "coupon"}, {"to", "open"}}) == 2);
+  CHECK(http_get(gw.port(), offer_target("F")).degraded_reason("coupon") == "circuit_open");
+}
+
+TEST_CASE("breaker: a required call refused by an open circuit answers 503", "[resilience][breaker]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "coupon=fail"});
+  seed_config cfg{mock.url()};
+  cfg.downstream_extra = quick_breaker;
+  cfg.required_calls = {"coupon"};
+  gateway_process gw(cfg.yaml());
+
+  for (int i = 0; i < 3; ++i) CHECK(http_get(gw.port(), offer_target("R")).status == 502);
+  auto res = http_get(gw.port(), offer_target("R"));
+  CHECK(res.status == 503);
+  CHECK(res.body.find("required call 'coupon' failed: circuit open") != std::string::npos);
+}
+
+TEST_CASE("breaker: enabled: false keeps calling a failing downstream", "[resilience][breaker]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "coupon=fail"});
+  seed_config cfg{mock.url()};
+  cfg.downstream_extra = "    circuit_breaker: {enabled: false, consecutive_failures: 1}\n";
+  gateway_process gw(cfg.yaml());
+
+  for (int i = 0; i < 6; ++i) {
+    CHECK(http_get(gw.port(), offer_target("E")).degraded_reason("coupon") == "error");
+  }
+  CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == 6);
+  const auto page = parse_exposition(http_get(gw.admin_port(), "/metrics").body);
+  CHECK(total(page, "gateway_circuit_state", {{"downstream", "coupon"}}) == 0);
+  CHECK(page.types.count("gateway_circuit_state") == 0);  // no downstream has a breaker
+}
+
+TEST_CASE("outcomes: a required call's failure answers 504 on timeout, 502 on error", "[resilience]") {
+  mock_downstream mock({"--delay", "5ms", "--path", "coupon=hang", "--path", "channel-price=fail"});
+  seed_config cfg{mock.url()};
+  cfg.deadline = "200ms";
+  cfg.downstream_extra = "    circuit_breaker: {enabled: false}\n";
+  SECTION("timeout") {
+    cfg.required_calls = {"coupon"};
+    gateway_process gw(cfg.yaml());
+    CHECK(http_get(gw.port(), offer_target("T")).status == 504);
+  }
+  SECTION("error") {
+    cfg.required_calls = {"channel-price"};
+    gateway_process gw(cfg.yaml());
+    CHECK(http_get(gw.port(), offer_target("T")).status == 502);
+  }
+}
