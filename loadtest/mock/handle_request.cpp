@@ -1,6 +1,6 @@
 #include "loadtest/mock/handle_request.hpp"
 
-#include "gateway/core/duration.hpp"
+#include "loadtest/mock/control.hpp"
 #include "loadtest/mock/replies.hpp"
 
 namespace mock {
@@ -27,22 +27,11 @@ request_action not_allowed() {
   return act;
 }
 
-request_action change_mode(std::string_view query, path_registry& registry) {
-  const auto path = find_query_param(query, "path");
-  const auto how = find_query_param(query, "mode");
-  const auto delay_text = find_query_param(query, "delay");
-  if (!path.present || path.malformed || !is_valid_path_name(path.value)) {
-    return error_reply(400, "bad or missing path");
-  }
-  const auto parsed_mode = how.malformed ? std::nullopt : parse_mode(how.value);
-  if (!how.present || !parsed_mode) return error_reply(400, "bad or missing mode");
-  std::optional<microseconds> delay;
-  if (delay_text.present) {
-    delay = delay_text.malformed ? std::nullopt : gateway::parse_duration(delay_text.value);
-    if (!delay) return error_reply(400, "bad delay");
-  }
-  if (!registry.configure(path.value, *parsed_mode, delay)) return error_reply(400, "too many paths");
-  return reply(200, "{}");
+request_action control(std::string_view query, control_kind kind, path_registry& registry) {
+  std::string error;
+  const auto req = parse_control(query, kind, error);
+  if (req) error = registry.configure(req->path, req->change, req->port);
+  return error.empty() ? reply(200, "{}") : error_reply(400, error);
 }
 
 }  // namespace
@@ -57,12 +46,14 @@ request_action handle_request(const request_view& req, path_registry& registry) 
     if (path == "/__stats" || path == "/__reset" || path == "/__mode") {
       if (!req.is_get) return not_allowed();
     }
+    if (path == "/__control" && !req.is_get && !req.is_post) return not_allowed();
     if (path == "/__stats") return reply(200, registry.stats_json());
     if (path == "/__reset") {
       registry.reset();
       return reply(200, "{}");
     }
-    if (path == "/__mode") return change_mode(query, registry);
+    if (path == "/__mode") return control(query, control_kind::mode, registry);
+    if (path == "/__control") return control(query, control_kind::control, registry);
     return error_reply(404, "not found");
   }
 
@@ -77,7 +68,10 @@ request_action handle_request(const request_view& req, path_registry& registry) 
   act.downstream = true;
   act.name = path.substr(1);
   act.sku = std::move(sku.value);
-  act.ticket = registry.begin_request(act.name, req.headers);
+  // "sku=SKU" alone, the common case, leaves nothing to echo, and no need to look again.
+  const bool sku_alone = sku.present && query.size() == std::string_view("sku=").size() + sku.raw.size();
+  act.query = sku_alone ? std::string_view{} : query;
+  act.ticket = registry.begin_request(act.name, req.headers, req.endpoint);
   return act;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Routing of one request. The admin endpoints (/__stats, /__reset, /__mode) and errors are answered at
-// once with a JSON reply; GET /NAME?sku=SKU is counted in the registry and becomes a downstream action
-// that the session performs according to the path's behaviour. No I/O.
+// Routing of one request. The admin endpoints (/__stats, /__reset, /__mode, /__control) and errors are
+// answered at once with a JSON reply; GET /NAME?sku=SKU is counted in the registry (for the endpoint the
+// request came in on) and becomes a downstream action that the session performs according to the path's
+// behaviour. No I/O.
 
 #include "loadtest/mock/path_registry.hpp"
 
@@ -12,8 +13,10 @@ namespace mock {
 
 struct request_view {
   bool is_get = true;
+  bool is_post = false;
   std::string_view target;  // origin-form, e.g. "/coupon?sku=A1"
   request_headers headers;
+  std::size_t endpoint = 0;  // the listener's index
 };
 
 struct request_action {
@@ -24,9 +27,11 @@ struct request_action {
   std::string body;
   bool close = false;  // close the connection after the reply
 
-  // A downstream request (downstream == true). `name` points into the request target.
+  // A downstream request (downstream == true). `name` and `query` point into the request target; `query`
+  // is empty when it holds nothing but the sku.
   std::string_view name;
   std::string sku;
+  std::string_view query;
   path_registry::ticket ticket;
 };
 

@@ -11,13 +11,32 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace net = boost::asio;
+
+namespace {
+
+// The paths of the command line and the profile; false (with a message) when the registry refuses one.
+bool configure(mock::path_registry& registry, const mock::mock_options& options) {
+  std::string error;
+  for (const auto& path : options.paths) {
+    if (error.empty()) error = registry.configure(path.name, {path.how, path.delay, std::nullopt});
+  }
+  for (const auto& body : options.bodies) {
+    if (error.empty()) error = registry.configure(body.name, {std::nullopt, std::nullopt, body.json});
+  }
+  if (!error.empty()) std::cerr << "mock-downstream: " << error << "\n";
+  return error.empty();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string_view> args(argv + 1, argv + argc);
@@ -31,35 +50,47 @@ int main(int argc, char** argv) {
     std::cout << mock::usage();
     return 0;
   }
-  boost::system::error_code ec;
-  const auto address = net::ip::make_address(options->host, ec);
-  if (ec) {
-    std::cerr << "mock-downstream: bad listen address '" << options->host << "'\n";
-    return 2;
-  }
-
-  // stdout carries only the "listening" line that test harnesses wait for.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("mock-downstream"));
-
-  mock::path_registry registry(options->default_delay);
-  for (const auto& path : options->paths) {
-    if (!registry.configure(path.name, path.how, path.delay)) {
-      std::cerr << "mock-downstream: too many paths\n";
+  std::vector<net::ip::tcp::endpoint> listen;
+  for (const auto& l : options->listen) {
+    boost::system::error_code ec;
+    const auto address = net::ip::make_address(l.host, ec);
+    if (ec) {
+      std::cerr << "mock-downstream: bad listen address '" << l.host << "'\n";
       return 2;
     }
+    listen.emplace_back(address, l.port);
   }
+
+  // stdout carries only the "listening" lines that test harnesses wait for.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("mock-downstream"));
 
   try {
     net::io_context signal_context(1);
     net::signal_set signals(signal_context, SIGINT, SIGTERM);
     signals.async_wait([](const boost::system::error_code&, int) {});
 
-    mock::server server({address, options->port}, options->threads, registry);
-    const auto bound = server.local_endpoint();
-    server.start();
-    const auto host = bound.address().to_string();
-    std::printf("mock-downstream listening on %s%s%s:%u\n", bound.address().is_v6() ? "[" : "", host.c_str(),
-                bound.address().is_v6() ? "]" : "", static_cast<unsigned>(bound.port()));
+    // Declared before the server, whose destructor stops the threads that use it.
+    std::optional<mock::path_registry> registry;
+    mock::server server(listen, options->threads);
+    const auto bound = server.local_endpoints();
+    std::vector<unsigned short> ports;
+    for (const auto& b : bound) {
+      // An endpoint is named by its port in /__stats and /__control.
+      if (std::find(ports.begin(), ports.end(), b.port()) != ports.end()) {
+        std::cerr << "mock-downstream: two listeners on port " << b.port() << "\n";
+        return 2;
+      }
+      ports.push_back(b.port());
+    }
+    registry.emplace(options->default_delay, ports, options->seed);
+    if (!configure(*registry, *options)) return 2;
+
+    server.start(*registry);
+    for (const auto& b : bound) {
+      const auto host = b.address().to_string();
+      std::printf("mock-downstream listening on %s%s%s:%u\n", b.address().is_v6() ? "[" : "", host.c_str(),
+                  b.address().is_v6() ? "]" : "", static_cast<unsigned>(b.port()));
+    }
     std::fflush(stdout);
 
     signal_context.run();

@@ -1,15 +1,19 @@
 #include "loadtest/mock/options.hpp"
 
-#include "gateway/core/duration.hpp"
-
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace mock {
 namespace {
+
+constexpr std::size_t max_body_size = 16 * 1024 * 1024;
 
 template <class Int>
 std::optional<Int> parse_number(std::string_view text, Int min, Int max) {
@@ -20,22 +24,6 @@ std::optional<Int> parse_number(std::string_view text, Int min, Int max) {
   return value;
 }
 
-// "HOST:PORT" or "[IPV6]:PORT"; "localhost" stands for 127.0.0.1.
-bool parse_listen(std::string_view text, mock_options& options) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  std::string_view host = text.substr(0, colon);
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') return false;
-    host = host.substr(1, host.size() - 2);
-  }
-  const auto port = parse_number<unsigned>(text.substr(colon + 1), 0, 65535);
-  if (!port) return false;
-  options.host = host == "localhost" ? "127.0.0.1" : std::string(host);
-  options.port = static_cast<unsigned short>(*port);
-  return true;
-}
-
 bool read_file(const std::string& path, std::string& text) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -43,6 +31,28 @@ bool read_file(const std::string& path, std::string& text) {
   content << in.rdbuf();
   text = content.str();
   return true;
+}
+
+// "NAME=@FILE": the file must hold JSON.
+std::optional<path_body> parse_body_option(std::string_view text, std::string& error) {
+  const auto eq = text.find('=');
+  const std::string_view name = text.substr(0, eq);
+  if (eq == std::string_view::npos || !is_valid_path_name(name) || text.substr(eq + 1, 1) != "@") {
+    error = "expected NAME=@FILE";
+    return std::nullopt;
+  }
+  const std::string file(text.substr(eq + 2));
+  path_body body{std::string(name), {}};
+  if (!read_file(file, body.json)) {
+    error = "cannot read '" + file + "'";
+  } else if (body.json.size() > max_body_size) {
+    error = "'" + file + "' is larger than 16 MiB";
+  } else if (!nlohmann::json::accept(body.json)) {
+    error = "'" + file + "' is not JSON";
+  } else {
+    return body;
+  }
+  return std::nullopt;
 }
 
 bool apply_path_node(const std::string& name, const YAML::Node& node, mock_options& options,
@@ -67,9 +77,10 @@ bool apply_path_node(const std::string& name, const YAML::Node& node, mock_optio
       }
       setting.how = *how;
     } else if (key == "delay") {
-      setting.delay = gateway::parse_duration(value);
+      std::string why;
+      setting.delay = parse_latency(value, why);
       if (!setting.delay) {
-        error = "paths." + name + ".delay: bad duration '" + value + "'";
+        error = "paths." + name + ".delay: " + why;
         return false;
       }
     } else {
@@ -83,21 +94,40 @@ bool apply_path_node(const std::string& name, const YAML::Node& node, mock_optio
 
 }  // namespace
 
-std::optional<path_setting> parse_path_setting(std::string_view text) {
+std::optional<listen_address> parse_listen_address(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return std::nullopt;
+    host = host.substr(1, host.size() - 2);
+  }
+  const auto port = parse_number<unsigned>(text.substr(colon + 1), 0, 65535);
+  if (!port) return std::nullopt;
+  return listen_address{host == "localhost" ? "127.0.0.1" : std::string(host),
+                        static_cast<unsigned short>(*port)};
+}
+
+std::optional<path_setting> parse_path_setting(std::string_view text, std::string& error) {
   const auto eq = text.find('=');
-  if (eq == std::string_view::npos) return std::nullopt;
   path_setting setting;
   setting.name = std::string(text.substr(0, eq));
-  if (!is_valid_path_name(setting.name)) return std::nullopt;
+  if (eq == std::string_view::npos || !is_valid_path_name(setting.name)) {
+    error = "expected NAME=MODE[:DELAY] with NAME of [A-Za-z0-9_-]";
+    return std::nullopt;
+  }
   std::string_view rest = text.substr(eq + 1);
   const auto colon = rest.find(':');
   if (colon != std::string_view::npos) {
-    setting.delay = gateway::parse_duration(rest.substr(colon + 1));
+    setting.delay = parse_latency(rest.substr(colon + 1), error);
     if (!setting.delay) return std::nullopt;
     rest = rest.substr(0, colon);
   }
   const auto how = parse_mode(rest);
-  if (!how) return std::nullopt;
+  if (!how) {
+    error = "unknown mode '" + std::string(rest) + "'";
+    return std::nullopt;
+  }
   setting.how = *how;
   return setting;
 }
@@ -113,10 +143,9 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
     for (const auto& item : root) {
       const auto key = item.first.as<std::string>();
       if (key == "default_delay") {
-        const auto value = item.second.as<std::string>();
-        const auto delay = gateway::parse_duration(value);
+        const auto delay = parse_latency(item.second.as<std::string>(), error);
         if (!delay) {
-          error = "default_delay: bad duration '" + value + "'";
+          error = "default_delay: " + error;
           return false;
         }
         options.default_delay = *delay;
@@ -143,8 +172,10 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
 
 std::optional<mock_options> parse_command_line(const std::vector<std::string_view>& args,
                                                std::string& error) {
+  static constexpr std::string_view known[] = {"--listen", "--threads", "--delay",  "--path",
+                                               "--body",   "--seed",    "--profile"};
   mock_options options;
-  std::optional<microseconds> delay;
+  std::optional<latency> delay;
   std::vector<path_setting> paths;
   std::string profile;
 
@@ -161,8 +192,7 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       options.help = true;
       return options;
     }
-    if (arg != "--listen" && arg != "--threads" && arg != "--delay" && arg != "--path" &&
-        arg != "--profile") {
+    if (std::find(std::begin(known), std::end(known), arg) == std::end(known)) {
       error = "unknown argument '" + std::string(args[i]) + "'";
       return std::nullopt;
     }
@@ -173,23 +203,39 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       }
       value = args[++i];
     }
+    std::string why;
     const auto bad = [&] {
       error = "bad value for " + std::string(arg) + ": '" + std::string(value) + "'";
+      if (!why.empty()) error += " (" + why + ")";
       return std::nullopt;
     };
     if (arg == "--listen") {
-      if (!parse_listen(value, options)) return bad();
+      const auto address = parse_listen_address(value);
+      if (!address) return bad();
+      if (options.listen.size() == mock_options::max_listeners) {
+        why = "at most " + std::to_string(mock_options::max_listeners) + " listeners";
+        return bad();
+      }
+      options.listen.push_back(*address);
     } else if (arg == "--threads") {
       const auto threads = parse_number<unsigned>(value, 1, 256);
       if (!threads) return bad();
       options.threads = *threads;
     } else if (arg == "--delay") {
-      delay = gateway::parse_duration(value);
+      delay = parse_latency(value, why);
       if (!delay) return bad();
     } else if (arg == "--path") {
-      auto setting = parse_path_setting(value);
+      auto setting = parse_path_setting(value, why);
       if (!setting) return bad();
       paths.push_back(std::move(*setting));
+    } else if (arg == "--body") {
+      auto body = parse_body_option(value, why);
+      if (!body) return bad();
+      options.bodies.push_back(std::move(*body));
+    } else if (arg == "--seed") {
+      const auto seed = parse_number<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
+      if (!seed) return bad();
+      options.seed = *seed;
     } else {
       profile = std::string(value);
     }
@@ -206,23 +252,39 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       return std::nullopt;
     }
   }
+  if (options.listen.empty()) options.listen.emplace_back();
   if (delay) options.default_delay = *delay;
   for (auto& p : paths) options.paths.push_back(std::move(p));
   return options;
 }
 
 std::string usage() {
-  return "usage: mock-downstream [--listen HOST:PORT] [--threads N] [--delay DURATION]\n"
-         "                       [--path NAME=MODE[:DELAY]]... [--profile FILE] [--help]\n"
-         "  --listen   address to listen on (default 127.0.0.1:9001; port 0 picks a free port)\n"
+  return "usage: mock-downstream [--listen HOST:PORT]... [--threads N] [--delay LATENCY] [--seed N]\n"
+         "                       [--path NAME=MODE[:LATENCY]]... [--body NAME=@FILE]... [--profile FILE]\n"
+         "                       [--help]\n"
+         "  --listen   address to listen on (default 127.0.0.1:9001; port 0 picks a free port); repeatable:\n"
+         "             each listener is one endpoint of the same service, printed in order as\n"
+         "             'mock-downstream listening on HOST:PORT'\n"
          "  --threads  worker threads, 1-256 (default 1)\n"
          "  --delay    delay before answering, for every path without its own (default 0ms)\n"
+         "  --seed     seeds which requests land in a latency's tail (default 1): runs repeat\n"
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"
+         "  --body     the JSON in FILE is the body of the path's ok answers, sent verbatim; repeatable\n"
          "  --profile  YAML file: {default_delay: 150ms, paths: {coupon: {mode: hang, delay: 110ms}}}\n"
          "             (applied first; the other options override it)\n"
-         "durations: <digits>us|ms|s|m\n";
+         "LATENCY: DURATION[,pP=DURATION]...: '150ms,p98=700ms' is 150 ms for 98% of the requests and\n"
+         "         700 ms for the slowest 2%; up to 4 tail terms, percentiles and delays increasing\n"
+         "durations: <digits>us|ms|s|m\n"
+         "control and data requests (GET; /__control also POST):\n"
+         "  /__stats   counters, in total and per endpoint (keyed by port)\n"
+         "  /__reset   zeroes the counters and restarts the tails' generators\n"
+         "  /__mode?path=NAME&mode=MODE[&delay=LATENCY]\n"
+         "  /__control?path=NAME[&mode=MODE][&delay=LATENCY|&latency=LATENCY][&body=JSON][&port=P]\n"
+         "             changes a path at run time, on every endpoint or (port=P) on one only; values\n"
+         "             percent-encoded; an empty body goes back to the generated one\n"
+         "  /NAME?sku=SKU[&...]  a downstream call; other query parameters are echoed in \"query\"\n";
 }
 
 }  // namespace mock

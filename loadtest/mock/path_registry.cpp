@@ -2,58 +2,126 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace mock {
 
 namespace {
 constexpr auto relaxed = std::memory_order_relaxed;
+constexpr std::string_view untracked_seed_name = "/";  // not a valid path name: no path shares its seed
+}  // namespace
+
+path_registry::path_registry(latency default_delay, std::vector<unsigned short> ports, std::uint64_t seed)
+    : default_delay_(default_delay),
+      seed_(seed),
+      endpoints_(std::max<std::size_t>(ports.size(), 1)),
+      default_draws_(path_seed(seed, untracked_seed_name)) {
+  for (std::size_t i = 0; i < ports.size(); ++i) endpoints_[i].port = ports[i];
 }
 
 path_registry::path_entry* path_registry::find_or_add(std::string_view name) {
   if (auto it = paths_.find(name); it != paths_.end()) return it->second.get();
   if (paths_.size() >= max_paths) return nullptr;
-  return paths_.emplace(std::string(name), std::make_unique<path_entry>()).first->second.get();
+  auto entry = std::make_unique<path_entry>();
+  entry->draws = draw_generator(path_seed(seed_, name));
+  entry->by_endpoint.resize(endpoints_.size());
+  return paths_.emplace(std::string(name), std::move(entry)).first->second.get();
 }
 
-bool path_registry::configure(std::string_view name, mode how, std::optional<microseconds> delay) {
+std::string path_registry::configure(std::string_view name, const path_change& change, unsigned short port) {
+  std::size_t endpoint = 0;
+  if (port != 0) {
+    while (endpoint < endpoints_.size() && endpoints_[endpoint].port != port) ++endpoint;
+    if (endpoint == endpoints_.size()) {
+      std::string error = "no endpoint listens on port ";
+      error += std::to_string(port);
+      return error;
+    }
+  }
   std::lock_guard lock(mutex_);
+  const std::string* body = nullptr;
+  if (change.body && !change.body->empty()) {
+    // A ticket may point to a body while the path changes again: bodies are kept, each text once.
+    auto same =
+        std::find_if(bodies_.begin(), bodies_.end(), [&](const auto& b) { return *b == *change.body; });
+    if (same == bodies_.end()) {
+      if (body_bytes_ + change.body->size() > max_body_bytes) return "too many bodies (64 MiB in all)";
+      body_bytes_ += change.body->size();
+      same = bodies_.insert(bodies_.end(), std::make_unique<const std::string>(*change.body));
+    }
+    body = same->get();
+  }
   path_entry* entry = find_or_add(name);
-  if (!entry) return false;
-  entry->how = how;
-  if (delay) entry->delay = delay;
-  return true;
+  if (!entry) return "too many paths";
+  const auto apply = [&](path_config& config) {
+    if (change.how) config.how = *change.how;
+    if (change.delay) config.delay = change.delay;
+    if (change.body) config.body = body;
+  };
+  if (port != 0) {
+    entry->overrides.resize(endpoints_.size());
+    auto& over = entry->overrides[endpoint];
+    if (!over) over = entry->shared;
+    apply(*over);
+    return {};
+  }
+  apply(entry->shared);
+  for (auto& over : entry->overrides) {
+    if (over) apply(*over);
+  }
+  return {};
 }
 
-path_registry::ticket path_registry::begin_request(std::string_view name, const request_headers& headers) {
+microseconds path_registry::draw_delay(const std::optional<latency>& delay, draw_generator& draws) const {
+  const latency& chosen = delay ? *delay : default_delay_;
+  return chosen.has_tail() ? chosen.pick(draws.next_draw()) : chosen.base;
+}
+
+path_registry::ticket path_registry::begin_request(std::string_view name, const request_headers& headers,
+                                                   std::size_t endpoint) {
   requests_.fetch_add(1, relaxed);
   ticket t;
-  t.how.delay = default_delay_;
+  t.endpoint = endpoint < endpoints_.size() ? endpoint : 0;
   std::lock_guard lock(mutex_);
+  ++endpoints_[t.endpoint].total.requests;
   t.entry = find_or_add(name);
-  if (t.entry) {
-    t.how.how = t.entry->how;
-    t.how.delay = t.entry->delay.value_or(default_delay_);
-    ++t.entry->requests;
-    t.entry->last_timeout_ms.assign(headers.timeout_ms);
-    t.entry->last_request_id.assign(headers.request_id);
-    t.entry->last_traceparent.assign(headers.traceparent);
+  if (!t.entry) {
+    t.how.delay = draw_delay(std::nullopt, default_draws_);
+    return t;
   }
+  const bool overridden = !t.entry->overrides.empty() && t.entry->overrides[t.endpoint];
+  const path_config& config = overridden ? *t.entry->overrides[t.endpoint] : t.entry->shared;
+  t.how.how = config.how;
+  t.how.delay = draw_delay(config.delay, t.entry->draws);
+  t.body = config.body;
+  ++t.entry->total.requests;
+  ++t.entry->by_endpoint[t.endpoint].requests;
+  t.entry->last_timeout_ms.assign(headers.timeout_ms);
+  t.entry->last_request_id.assign(headers.request_id);
+  t.entry->last_traceparent.assign(headers.traceparent);
   return t;
 }
 
 void path_registry::count_cancelled(const ticket& t) {
   cancelled_.fetch_add(1, relaxed);
-  if (!t.entry) return;
   std::lock_guard lock(mutex_);
-  ++t.entry->cancelled;
+  ++endpoints_[t.endpoint].total.cancelled;
+  if (!t.entry) return;
+  ++t.entry->total.cancelled;
+  ++t.entry->by_endpoint[t.endpoint].cancelled;
 }
 
-void path_registry::connection_opened() {
+void path_registry::connection_opened(std::size_t endpoint) {
   connections_open_.fetch_add(1, relaxed);
   connections_total_.fetch_add(1, relaxed);
+  auto& e = endpoints_[endpoint < endpoints_.size() ? endpoint : 0];
+  e.connections_open.fetch_add(1, relaxed);
+  e.connections_total.fetch_add(1, relaxed);
 }
 
-void path_registry::connection_closed() {
+void path_registry::connection_closed(std::size_t endpoint) {
   connections_open_.fetch_sub(1, relaxed);
+  endpoints_[endpoint < endpoints_.size() ? endpoint : 0].connections_open.fetch_sub(1, relaxed);
 }
 
 void path_registry::reset() {
@@ -61,9 +129,15 @@ void path_registry::reset() {
   requests_.store(0, relaxed);
   cancelled_.store(0, relaxed);
   connections_total_.store(0, relaxed);
+  for (auto& e : endpoints_) {
+    e.total = {};
+    e.connections_total.store(0, relaxed);
+  }
+  default_draws_ = draw_generator(path_seed(seed_, untracked_seed_name));
   for (auto& [name, entry] : paths_) {
-    entry->requests = 0;
-    entry->cancelled = 0;
+    entry->draws = draw_generator(path_seed(seed_, name));
+    entry->total = {};
+    for (auto& c : entry->by_endpoint) c = {};
     entry->last_timeout_ms.clear();
     entry->last_request_id.clear();
     entry->last_traceparent.clear();
@@ -72,20 +146,38 @@ void path_registry::reset() {
 
 std::string path_registry::stats_json() const {
   nlohmann::json paths = nlohmann::json::object();
+  nlohmann::json endpoints = nlohmann::json::object();
   {
     std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+      const auto& e = endpoints_[i];
+      nlohmann::json seen = nlohmann::json::object();
+      for (const auto& [name, entry] : paths_) {
+        const auto& c = entry->by_endpoint[i];
+        if (c.requests != 0 || c.cancelled != 0)
+          seen[name] = {{"requests", c.requests}, {"cancelled", c.cancelled}};
+      }
+      endpoints[std::to_string(e.port)] = {{"requests", e.total.requests},
+                                           {"cancelled", e.total.cancelled},
+                                           {"connections_open", e.connections_open.load(relaxed)},
+                                           {"connections_total", e.connections_total.load(relaxed)},
+                                           {"paths", std::move(seen)}};
+    }
     for (const auto& [name, entry] : paths_) {
-      paths[name] = {{"requests", entry->requests},
-                     {"cancelled", entry->cancelled},
+      paths[name] = {{"requests", entry->total.requests},
+                     {"cancelled", entry->total.cancelled},
                      {"last_request_timeout_ms", entry->last_timeout_ms},
                      {"last_request_id", entry->last_request_id},
                      {"last_traceparent", entry->last_traceparent}};
     }
   }
+  // "endpoints" sorts before "requests": the top-level requests counter stays the last one in the text,
+  // where loadtest/bench.sh looks for it.
   nlohmann::json out = {{"requests", requests_.load(relaxed)},
                         {"cancelled", cancelled_.load(relaxed)},
                         {"connections_open", connections_open_.load(relaxed)},
                         {"connections_total", connections_total_.load(relaxed)},
+                        {"endpoints", std::move(endpoints)},
                         {"paths", std::move(paths)}};
   // Header values are client bytes: replace invalid UTF-8 instead of throwing.
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -1,9 +1,12 @@
 #pragma once
-// The behaviour of every path (mode and delay) and the counters served by /__stats.
-// Thread-safe: one mutex guards the path table (one short lookup per request); the global counters are
-// relaxed atomics. Entries are never removed, so a ticket stays valid for the registry's lifetime.
+// The behaviour of every path (mode, latency, body), shared by all endpoints (listeners) or overridden
+// for one of them, and the counters served by /__stats, in total and per endpoint.
+// Thread-safe: one mutex guards the path table and the request counts (one short lookup per request, which
+// also draws the request's delay from the path's generator); the other counters are relaxed atomics.
+// Entries and bodies are never removed, so a ticket stays valid for the registry's lifetime.
 
 #include "loadtest/mock/behaviour.hpp"
+#include "loadtest/mock/latency.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mock {
 
@@ -23,56 +27,97 @@ struct request_headers {
   std::string_view traceparent;  // traceparent
 };
 
+// A change to a path's behaviour; an absent field keeps its value.
+struct path_change {
+  std::optional<mode> how;
+  std::optional<latency> delay;
+  std::optional<std::string> body;  // the body of ok answers; "" goes back to the generated one
+};
+
 class path_registry {
   struct path_entry;
 
  public:
   // Paths tracked individually. Requests to further names get the default behaviour and are counted only
-  // in the global counters, so random names cannot grow memory without bound.
+  // in the global and per-endpoint counters, so random names cannot grow memory without bound.
   static constexpr std::size_t max_paths = 1024;
+  // The bytes of all the distinct bodies ever configured.
+  static constexpr std::size_t max_body_bytes = 64 * 1024 * 1024;
 
-  explicit path_registry(microseconds default_delay) : default_delay_(default_delay) {}
+  // `ports`: the port of each endpoint, in listener order (at least one); an endpoint is named by its index
+  // in that list. `seed` seeds the paths' delay generators.
+  path_registry(latency default_delay, std::vector<unsigned short> ports, std::uint64_t seed);
 
-  // Sets the mode of `name`; an absent `delay` keeps the path's delay (the default delay for a new path).
-  // Returns false when the table is full.
-  bool configure(std::string_view name, mode how, std::optional<microseconds> delay);
+  // Applies `change` to `name` on every endpoint (the fields it sets replace the same fields of any
+  // one-endpoint override too) or, when `port` is not 0, on the endpoint listening on `port` only: that
+  // endpoint gets an override, a copy of the shared behaviour the first time. A new path starts as mode
+  // ok with the default delay. Returns an error message (table full, bodies over max_body_bytes, no
+  // endpoint on `port`), empty on success.
+  std::string configure(std::string_view name, const path_change& change, unsigned short port = 0);
 
   // One request to a downstream path: how to answer it, and where to count its cancellation.
   struct ticket {
     behaviour how;
-    path_entry* entry = nullptr;  // null when the path is not tracked
+    const std::string* body = nullptr;  // null: the generated ok body
+    path_entry* entry = nullptr;        // null when the path is not tracked
+    std::size_t endpoint = 0;
   };
-  ticket begin_request(std::string_view name, const request_headers& headers);
+  ticket begin_request(std::string_view name, const request_headers& headers, std::size_t endpoint);
   // The client went away before the answer was written.
   void count_cancelled(const ticket& t);
 
-  void connection_opened();
-  void connection_closed();
+  void connection_opened(std::size_t endpoint);
+  void connection_closed(std::size_t endpoint);
 
-  // Zeroes the request, cancellation and connection totals and the per-path data; keeps the modes and
-  // the number of open connections.
+  // Zeroes the request, cancellation and connection totals and the per-path data, and restarts every
+  // delay generator from its seed; keeps the behaviours and the number of open connections.
   void reset();
 
-  // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,"paths":{NAME:{...}}}
+  // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,"paths":{NAME:{...}},
+  //  "endpoints":{PORT:{"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,
+  //                     "paths":{NAME:{"requests":N,"cancelled":N}}}}}
+  // An endpoint lists the paths it has seen since the last reset.
   std::string stats_json() const;
 
  private:
-  struct path_entry {
+  struct path_config {
     mode how = mode::ok;
-    std::optional<microseconds> delay;  // nullopt: the default delay
+    std::optional<latency> delay;       // nullopt: the default delay
+    const std::string* body = nullptr;  // one of bodies_
+  };
+  struct counts {
     std::uint64_t requests = 0;
     std::uint64_t cancelled = 0;
+  };
+  struct path_entry {
+    path_config shared;
+    std::vector<std::optional<path_config>> overrides;  // by endpoint; empty while there is none
+    draw_generator draws;
+    counts total;
+    std::vector<counts> by_endpoint;
     std::string last_timeout_ms;
     std::string last_request_id;
     std::string last_traceparent;
   };
+  struct endpoint_state {
+    unsigned short port = 0;
+    counts total;  // guarded by mutex_
+    std::atomic<std::int64_t> connections_open{0};
+    std::atomic<std::uint64_t> connections_total{0};
+  };
 
-  // Requires mutex_; null when the table is full.
+  // Require mutex_. find_or_add returns null when the table is full.
   path_entry* find_or_add(std::string_view name);
+  microseconds draw_delay(const std::optional<latency>& delay, draw_generator& draws) const;
 
-  const microseconds default_delay_;
+  const latency default_delay_;
+  const std::uint64_t seed_;
+  std::vector<endpoint_state> endpoints_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<path_entry>, std::less<>> paths_;
+  draw_generator default_draws_;                            // for the paths not tracked; guarded by mutex_
+  std::vector<std::unique_ptr<const std::string>> bodies_;  // guarded by mutex_
+  std::size_t body_bytes_ = 0;                              // guarded by mutex_
 
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> cancelled_{0};

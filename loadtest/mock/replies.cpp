@@ -40,7 +40,7 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
   out += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
 }
 
-void append_ok_body(std::string& out, std::string_view name, std::string_view sku) {
+void append_ok_body(std::string& out, std::string_view name, std::string_view sku, std::string_view query) {
   const std::uint64_t h = fnv1a(sku);
   out += R"({"source":")";
   out += name;
@@ -50,6 +50,10 @@ void append_ok_body(std::string& out, std::string_view name, std::string_view sk
   append_number(out, 100 + h % 99900);
   out += R"(,"stock":)";
   append_number(out, h % 1000);
+  if (!query.empty() && has_other_params(query, "sku")) {
+    out += R"(,"query":)";
+    append_query_object(out, query, "sku");
+  }
   out += '}';
 }
 
@@ -87,18 +91,37 @@ const std::string& big_body() {
 
 query_value find_query_param(std::string_view query, std::string_view key) {
   query_value result;
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    const auto eq = pair.find('=');
-    if (pair.substr(0, eq) != key) continue;
+  for_each_query_param(query, [&](std::string_view name, std::string_view raw) {
+    if (name != key) return false;
     result.present = true;
-    const std::string_view raw = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    result.raw = raw;
     result.malformed = !gateway::percent_decode(raw, result.value, false);
-    return result;
-  }
+    return true;
+  });
   return result;
+}
+
+bool has_other_params(std::string_view query, std::string_view key) {
+  bool found = false;
+  for_each_query_param(query, [&](std::string_view name, std::string_view) {
+    found = name != key;
+    return found;
+  });
+  return found;
+}
+
+void append_query_object(std::string& out, std::string_view query, std::string_view key) {
+  const auto decoded = [](std::string_view raw) {
+    std::string text;
+    return gateway::percent_decode(raw, text, false) ? text : std::string(raw);
+  };
+  nlohmann::json object = nlohmann::json::object();
+  for_each_query_param(query, [&](std::string_view name, std::string_view value) {
+    if (name == key) return false;
+    object.emplace(decoded(name), decoded(value));  // keeps the first of repeated keys
+    return false;
+  });
+  out += object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace mock

@@ -12,8 +12,11 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
                  std::string_view content_type = "application/json");
 
 // {"source":"NAME","sku":"SKU","priceCent":N,"stock":M} with h = FNV-1a-64(sku),
-// N = 100 + h % 99900 and M = h % 1000. `name` must be a valid path name (it is not escaped).
-void append_ok_body(std::string& out, std::string_view name, std::string_view sku);
+// N = 100 + h % 99900 and M = h % 1000. `name` must be a valid path name (it is not escaped). When
+// `query` has parameters other than sku, they follow as strings in "query":{KEY:VALUE,...} (see
+// append_query_object).
+void append_ok_body(std::string& out, std::string_view name, std::string_view sku,
+                    std::string_view query = {});
 
 // Appends `text` as a quoted JSON string; invalid UTF-8 becomes U+FFFD.
 void append_json_string(std::string& out, std::string_view text);
@@ -34,7 +37,31 @@ struct query_value {
   bool present = false;
   bool malformed = false;  // a bad percent escape
   std::string value;
+  std::string_view raw;  // as written in the query
 };
 query_value find_query_param(std::string_view query, std::string_view key);
+
+// Calls f(name, value) with the raw (still percent-encoded) name and value of every non-empty parameter
+// of `query`, in order, until f returns true.
+template <class F>
+void for_each_query_param(std::string_view query, F f) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    if (f(pair.substr(0, eq), eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1)))
+      return;
+  }
+}
+
+// Whether `query` has a parameter whose name is not `key` (empty parameters, as in "a=1&&b=2", aside).
+bool has_other_params(std::string_view query, std::string_view key);
+
+// Appends the parameters of `query` other than `key` as a JSON object of strings, keys sorted, the first of
+// repeated keys kept. Names and values are percent-decoded ('+' stays a '+'); a bad escape is kept as
+// written.
+void append_query_object(std::string& out, std::string_view query, std::string_view key);
 
 }  // namespace mock

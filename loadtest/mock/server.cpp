@@ -42,28 +42,35 @@ bool is_resource_exhaustion(const boost::system::error_code& ec) {
 
 }  // namespace
 
-server::server(const tcp::endpoint& listen, unsigned threads, path_registry& registry)
-    : registry_(registry),
-      workers_([threads] {
-        std::vector<std::unique_ptr<worker>> w;
-        for (unsigned i = 0; i < std::max(threads, 1u); ++i) w.push_back(std::make_unique<worker>());
-        return w;
-      }()),
-      acceptor_(workers_.front()->context) {
-  acceptor_.open(listen.protocol());
-  acceptor_.set_option(net::socket_base::reuse_address(true));
-  acceptor_.bind(listen);
-  acceptor_.listen(net::socket_base::max_listen_connections);
+server::server(const std::vector<tcp::endpoint>& listen, unsigned threads) {
+  for (unsigned i = 0; i < std::max(threads, 1u); ++i) workers_.push_back(std::make_unique<worker>());
+  acceptors_.reserve(listen.size());
+  for (const auto& address : listen) {
+    auto& acceptor = acceptors_.emplace_back(workers_[acceptors_.size() % workers_.size()]->context);
+    acceptor.open(address.protocol());
+    acceptor.set_option(net::socket_base::reuse_address(true));
+    acceptor.bind(address);
+    acceptor.listen(net::socket_base::max_listen_connections);
+  }
 }
 
 server::~server() {
   stop();
 }
 
-void server::start() {
-  net::spawn(
-      acceptor_.get_executor(), [this](const net::yield_context& yield) { accept_loop(yield); },
-      [](std::exception_ptr e) { log_failure(e, "accept loop"); });
+std::vector<tcp::endpoint> server::local_endpoints() const {
+  std::vector<tcp::endpoint> bound;
+  for (const auto& acceptor : acceptors_) bound.push_back(acceptor.local_endpoint());
+  return bound;
+}
+
+void server::start(path_registry& registry) {
+  registry_ = &registry;
+  for (std::size_t i = 0; i < acceptors_.size(); ++i) {
+    net::spawn(
+        acceptors_[i].get_executor(), [this, i](const net::yield_context& yield) { accept_loop(i, yield); },
+        [](std::exception_ptr e) { log_failure(e, "accept loop"); });
+  }
   for (auto& w : workers_) {
     w->thread = std::thread([&context = w->context] { context.run(); });
   }
@@ -79,17 +86,18 @@ void server::stop() {
   }
   // The threads are gone: the suspended coroutines are unwound when the io_contexts are destroyed.
   boost::system::error_code ignored;
-  acceptor_.close(ignored);
+  for (auto& acceptor : acceptors_) acceptor.close(ignored);
 }
 
-void server::accept_loop(const net::yield_context& yield) {
-  std::size_t next = 0;
-  net::steady_timer backoff(acceptor_.get_executor());
+void server::accept_loop(std::size_t endpoint, const net::yield_context& yield) {
+  auto& acceptor = acceptors_[endpoint];
+  std::size_t next = endpoint;
+  net::steady_timer backoff(acceptor.get_executor());
   for (;;) {
     auto& target = *workers_[next++ % workers_.size()];
     boost::system::error_code ec;
-    tcp::socket socket(acceptor_.async_accept(target.context.get_executor(), yield[ec]));
-    if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
+    tcp::socket socket(acceptor.async_accept(target.context.get_executor(), yield[ec]));
+    if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
     if (ec) {
       if (is_resource_exhaustion(ec)) {
         spdlog::warn("accept: {}", ec.message());
@@ -99,16 +107,16 @@ void server::accept_loop(const net::yield_context& yield) {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    spawn_session(std::move(socket));
+    spawn_session(std::move(socket), endpoint);
   }
 }
 
-void server::spawn_session(tcp::socket socket) {
+void server::spawn_session(tcp::socket socket, std::size_t endpoint) {
   const auto executor = socket.get_executor();
   net::spawn(
       executor, std::allocator_arg, boost::context::fixedsize_stack(stack_size),
-      [this, s = std::move(socket)](const net::yield_context& yield) mutable {
-        run_session(std::move(s), registry_, yield);
+      [this, endpoint, s = std::move(socket)](const net::yield_context& yield) mutable {
+        run_session(std::move(s), *registry_, endpoint, yield);
       },
       [](std::exception_ptr e) { log_failure(e, "session"); });
 }

@@ -1,8 +1,10 @@
 #pragma once
-// The mock's listener and worker threads. Each worker runs its own io_context; one acceptor (on worker 0)
-// hands accepted sockets round-robin to the workers, and each connection runs as one coroutine with a
-// small stack on its worker. Construction binds and listens (throws boost::system::system_error on
-// failure); start() runs the threads; stop() closes the listener, stops the workers and joins them.
+// The mock's listeners and worker threads. Each worker runs its own io_context; each listener (an endpoint
+// of the mock, acceptor i on worker i % threads) hands accepted sockets round-robin to the workers, and
+// each connection runs as one coroutine with a small stack on its worker, knowing its listener's index.
+// Construction binds and listens (throws boost::system::system_error on failure); start() runs the
+// threads, serving requests from `registry`, which must outlive stop(); stop() closes the listeners,
+// stops the workers and joins them.
 
 #include "loadtest/mock/path_registry.hpp"
 
@@ -19,14 +21,15 @@ namespace mock {
 
 class server {
  public:
-  server(const boost::asio::ip::tcp::endpoint& listen, unsigned threads, path_registry& registry);
+  server(const std::vector<boost::asio::ip::tcp::endpoint>& listen, unsigned threads);
   server(const server&) = delete;
   server& operator=(const server&) = delete;
   ~server();
 
-  boost::asio::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+  // The bound addresses, in the order of `listen`.
+  std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
 
-  void start();
+  void start(path_registry& registry);
   void stop();
 
  private:
@@ -36,12 +39,12 @@ class server {
     std::thread thread;
   };
 
-  void accept_loop(const boost::asio::yield_context& yield);
-  void spawn_session(boost::asio::ip::tcp::socket socket);
+  void accept_loop(std::size_t endpoint, const boost::asio::yield_context& yield);
+  void spawn_session(boost::asio::ip::tcp::socket socket, std::size_t endpoint);
 
-  path_registry& registry_;
+  path_registry* registry_ = nullptr;  // set by start()
   std::vector<std::unique_ptr<worker>> workers_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<boost::asio::ip::tcp::acceptor> acceptors_;
 };
 
 }  // namespace mock

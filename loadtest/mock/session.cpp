@@ -47,18 +47,20 @@ std::string_view field(const http::request<http::string_body>& req, std::string_
 
 class session {
  public:
-  session(net::ip::tcp::socket socket, path_registry& registry, const net::yield_context& yield)
+  session(net::ip::tcp::socket socket, path_registry& registry, std::size_t endpoint,
+          const net::yield_context& yield)
       : socket_(std::move(socket)),
         registry_(registry),
+        endpoint_(endpoint),
         yield_(yield),
         timer_(socket_.get_executor()),
         watch_(socket_),
         watchdog_(socket_, idle_timeout) {
-    registry_.connection_opened();
+    registry_.connection_opened(endpoint_);
   }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
-  ~session() { registry_.connection_closed(); }
+  ~session() { registry_.connection_closed(endpoint_); }
 
   void run() {
     for (;;) {
@@ -75,8 +77,10 @@ class session {
       const auto& req = parser.get();
       const request_view view{
           req.method() == http::verb::get,
+          req.method() == http::verb::post,
           req.target(),
-          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent")}};
+          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent")},
+          endpoint_};
       const auto act = handle_request(view, registry_);
       const bool keep_alive = req.keep_alive() && !act.close;
       const bool go_on = act.downstream ? serve(act, keep_alive) : reply(act.status, act.body, keep_alive);
@@ -139,14 +143,20 @@ class session {
       case mode::ok:
       case mode::hang:
       case mode::interim:
-        body_.clear();
-        append_ok_body(body_, act.name, act.sku);
-        body = body_;
+        body = ok_body(act);
         break;
     }
     head_.clear();
     append_head(head_, how.how == mode::fail ? 500 : 200, body.size(), keep_alive);
     return sent(act, write(head_, body)) && finish(keep_alive);
+  }
+
+  // The path's own body when it has one, else the body generated from the request.
+  std::string_view ok_body(const request_action& act) {
+    if (act.ticket.body) return *act.ticket.body;
+    body_.clear();
+    append_ok_body(body_, act.name, act.sku, act.query);
+    return body_;
   }
 
   bool drip(const request_action& act, bool keep_alive) {
@@ -164,9 +174,7 @@ class session {
   // The ok body in two chunks (the first with an extension), after the header fields a real service sends,
   // labelled with the transfer coding `coding`.
   bool chunked(const request_action& act, bool keep_alive, std::string_view coding) {
-    body_.clear();
-    append_ok_body(body_, act.name, act.sku);
-    const std::string_view body = body_;
+    const std::string_view body = ok_body(act);
     const auto half = body.size() / 2;
     auto chunk_size = [](std::size_t n) {
       char text[17];
@@ -189,10 +197,9 @@ class session {
   }
 
   bool slow_headers(const request_action& act, bool keep_alive) {
-    body_.clear();
-    append_ok_body(body_, act.name, act.sku);
+    const std::string_view body = ok_body(act);
     head_.clear();
-    append_head(head_, 200, body_.size(), keep_alive);
+    append_head(head_, 200, body.size(), keep_alive);
     const std::string_view head = head_;
     const auto status_end = head.find("\r\n") + 2;
     if (!sent(act, write(head.substr(0, status_end)))) return false;
@@ -200,7 +207,7 @@ class session {
       if (!pause(drip_interval)) return sent(act, net::error::connection_reset);
       if (!sent(act, write(head.substr(i, 1)))) return false;
     }
-    return sent(act, write(body_)) && finish(keep_alive);
+    return sent(act, write(body)) && finish(keep_alive);
   }
 
   // Waits `d` unless the client closes the connection meanwhile; returns false when it did.
@@ -239,6 +246,7 @@ class session {
 
   net::ip::tcp::socket socket_;
   path_registry& registry_;
+  const std::size_t endpoint_;
   net::yield_context yield_;
   net::steady_timer timer_;
   peer_watch watch_;
@@ -250,8 +258,9 @@ class session {
 
 }  // namespace
 
-void run_session(net::ip::tcp::socket socket, path_registry& registry, const net::yield_context& yield) {
-  session s(std::move(socket), registry, yield);
+void run_session(net::ip::tcp::socket socket, path_registry& registry, std::size_t endpoint,
+                 const net::yield_context& yield) {
+  session s(std::move(socket), registry, endpoint, yield);
   s.run();
 }
 

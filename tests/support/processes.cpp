@@ -1,6 +1,7 @@
 #include "tests/support/processes.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 #include <thread>
@@ -38,28 +39,84 @@ std::string quote(const std::string& s) {
   return "'" + s + "'";
 }
 
+// Every byte outside RFC 3986's unreserved characters as %XX.
+std::string percent_encoded(const std::string& s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 0xf];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string> seed_calls = {"inventory",      "channel-price", "coupon",
                                              "review-summary", "logistics-eta", "recommendation"};
 
 mock_downstream::mock_downstream(const std::vector<std::string>& args, const std::string& listen) {
-  std::vector<std::string> argv = {binary("TEST_MOCK_BIN", MOCK_BIN), "--listen", listen};
+  start({listen}, args);
+}
+
+mock_downstream::mock_downstream(std::size_t endpoints, const std::vector<std::string>& args) {
+  start(std::vector<std::string>(std::max<std::size_t>(endpoints, 1), "127.0.0.1:0"), args);
+}
+
+void mock_downstream::start(const std::vector<std::string>& listen, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {binary("TEST_MOCK_BIN", MOCK_BIN)};
+  for (const auto& address : listen) {
+    argv.push_back("--listen");
+    argv.push_back(address);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   process_ = std::make_unique<child_process>(argv, dir_.file("mock.stderr"));
-  port_ = wait_listening(*process_, "mock-downstream");
+  // One "listening on" line per listener, in order.
+  for (std::size_t i = 0; i < listen.size(); ++i)
+    ports_.push_back(wait_listening(*process_, "mock-downstream"));
 }
 
 void mock_downstream::set_mode(const std::string& path, const std::string& mode, const std::string& delay) {
   std::string target = "/__mode?path=" + path + "&mode=" + mode;
   if (!delay.empty()) target += "&delay=" + delay;
-  auto res = http_get(port_, target);
+  auto res = http_get(port(), target);
   if (res.status != 200)
     throw std::runtime_error("mock " + target + " answered " + std::to_string(res.status));
 }
 
+void mock_downstream::control(const std::string& path, const std::string& mode,
+                              const std::string& delay_or_latency, std::uint16_t port) {
+  std::string query = "path=" + percent_encoded(path);
+  if (!mode.empty()) query += "&mode=" + percent_encoded(mode);
+  if (!delay_or_latency.empty()) query += "&latency=" + percent_encoded(delay_or_latency);
+  if (port != 0) query += "&port=" + std::to_string(port);
+  post_control(query);
+}
+
+void mock_downstream::set_body(const std::string& path, const std::string& json, std::uint16_t port) {
+  std::string query = "path=" + percent_encoded(path) + "&body=" + percent_encoded(json);
+  if (port != 0) query += "&port=" + std::to_string(port);
+  post_control(query);
+}
+
+void mock_downstream::post_control(const std::string& query) {
+  const std::string target = "/__control?" + query;
+  http_connection conn(port());
+  auto res = conn.request("POST", target);
+  if (res.status != 200) {
+    throw std::runtime_error("mock POST " + target + " answered " + std::to_string(res.status) + ": " +
+                             res.body);
+  }
+}
+
 nlohmann::json mock_downstream::stats() {
-  auto res = http_get(port_, "/__stats");
+  auto res = http_get(port(), "/__stats");
   if (res.status != 200) throw std::runtime_error("mock /__stats answered " + std::to_string(res.status));
   return res.json();
 }
@@ -69,6 +126,18 @@ long long mock_downstream::path_counter(const nlohmann::json& stats, const std::
   if (!stats.contains("paths") || !stats["paths"].contains(path)) return 0;
   const auto& value = stats["paths"][path];
   return value.contains(counter) ? value[counter].get<long long>() : 0;
+}
+
+long long mock_downstream::endpoint_counter(const nlohmann::json& stats, std::uint16_t port,
+                                            const std::string& counter, const std::string& path) {
+  const auto key = std::to_string(port);
+  if (!stats.contains("endpoints") || !stats["endpoints"].contains(key)) return 0;
+  const auto* value = &stats["endpoints"][key];
+  if (!path.empty()) {
+    if (!value->contains("paths") || !(*value)["paths"].contains(path)) return 0;
+    value = &(*value)["paths"][path];
+  }
+  return value->contains(counter) ? (*value)[counter].get<long long>() : 0;
 }
 
 nlohmann::json mock_downstream::wait_stats(const std::function<bool(const nlohmann::json&)>& done,

@@ -1,0 +1,191 @@
+// The mock's runtime controls (/__control, /__mode), per-endpoint behaviours and counters, seeded tails,
+// and the ok body's echo of the query.
+
+#include "loadtest/mock/control.hpp"
+#include "loadtest/mock/handle_request.hpp"
+#include "loadtest/mock/replies.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
+
+using namespace mock;
+using namespace std::chrono_literals;
+
+namespace {
+
+control_request control(std::string_view query, control_kind kind = control_kind::control) {
+  std::string error;
+  auto req = parse_control(query, kind, error);
+  INFO(query << ": " << error);
+  REQUIRE(req.has_value());
+  return *req;
+}
+
+std::string control_error(std::string_view query, control_kind kind = control_kind::control) {
+  std::string error;
+  CHECK_FALSE(parse_control(query, kind, error).has_value());
+  return error;
+}
+
+request_action get(path_registry& registry, std::string_view target, std::size_t endpoint = 0,
+                   bool is_get = true, bool is_post = false) {
+  return handle_request({is_get, is_post, target, {}, endpoint}, registry);
+}
+
+}  // namespace
+
+TEST_CASE("mock control: /__control parameters", "[mock]") {
+  const auto full = control("path=coupon&mode=fail&latency=1ms%2Cp50%3D300ms&port=9002");
+  CHECK(full.path == "coupon");
+  CHECK(full.change.how == mode::fail);
+  REQUIRE(full.change.delay.has_value());
+  CHECK(full.change.delay->pick(500'000) == microseconds(300ms));
+  CHECK(full.port == 9002);
+  CHECK_FALSE(full.change.body.has_value());
+
+  const auto delay_only = control("path=coupon&delay=1ms,p50=300ms");  // commas need no escape
+  CHECK_FALSE(delay_only.change.how.has_value());
+  CHECK(delay_only.change.delay->tail_size == 1);
+  CHECK(delay_only.port == 0);
+
+  const auto body = control("path=coupon&body=%7B%22a%22%3A%5B1%2C2%5D%7D");
+  CHECK(body.change.body == R"({"a":[1,2]})");
+  CHECK(control("path=coupon&body=").change.body == "");
+}
+
+TEST_CASE("mock control: bad /__control queries", "[mock]") {
+  CHECK(control_error("mode=ok") == "bad or missing path");
+  CHECK(control_error("path=a/b&mode=ok") == "bad or missing path");
+  CHECK(control_error("path=coupon&mode=slow") == "bad or missing mode");
+  CHECK(control_error("path=coupon&mode=ok&color=red") == "unknown parameter 'color'");
+  CHECK(control_error("path=coupon&mode=ok&delay=1ms&latency=2ms") == "give delay or latency, not both");
+  CHECK(control_error("path=coupon&latency=1ms,p200=2ms").starts_with("bad delay: bad percentile"));
+  CHECK(control_error("path=coupon&mode=ok&port=0") == "bad port");
+  CHECK(control_error("path=coupon&mode=ok&port=70000") == "bad port");
+  CHECK(control_error("path=coupon&body=%7Bnot") == "body is not JSON");
+  CHECK(control_error("path=coupon&body=%zz") == "bad percent-encoding in body");
+  CHECK(control_error("path=coupon").starts_with("nothing to change"));
+}
+
+TEST_CASE("mock control: /__mode keeps its contract", "[mock]") {
+  const auto req = control("path=coupon&mode=hang&delay=10ms&whatever=1", control_kind::mode);
+  CHECK(req.change.how == mode::hang);
+  CHECK(req.change.delay->base == microseconds(10ms));
+  CHECK(control_error("path=coupon&delay=10ms", control_kind::mode) == "bad or missing mode");
+  const auto ignored = control("path=coupon&mode=ok&port=5&body=x", control_kind::mode);
+  CHECK(ignored.port == 0);
+  CHECK_FALSE(ignored.change.body.has_value());
+}
+
+TEST_CASE("mock control: /__control answers GET and POST", "[mock]") {
+  path_registry registry(latency{}, {9001}, 1);
+  CHECK(get(registry, "/__control?path=coupon&mode=fail").status == 200);
+  CHECK(get(registry, "/__control?path=coupon&mode=ok", 0, false, true).status == 200);
+  const auto put = get(registry, "/__control?path=coupon&mode=ok", 0, false, false);
+  CHECK(put.status == 405);
+  CHECK(put.close);
+  CHECK(get(registry, "/__mode?path=coupon&mode=ok", 0, false, true).status == 405);
+  const auto bad_port = get(registry, "/__control?path=coupon&mode=ok&port=9002");
+  CHECK(bad_port.status == 400);
+  CHECK(bad_port.body == R"({"error":"no endpoint listens on port 9002"})");
+}
+
+TEST_CASE("mock control: one endpoint overridden, the others shared", "[mock]") {
+  path_registry registry(latency{microseconds(5ms)}, {9001, 9002}, 1);
+  REQUIRE(registry.configure("coupon", {mode::fail, std::nullopt, std::nullopt}, 9002).empty());
+  CHECK(get(registry, "/coupon?sku=A", 0).ticket.how.how == mode::ok);
+  CHECK(get(registry, "/coupon?sku=A", 1).ticket.how.how == mode::fail);
+  CHECK(get(registry, "/coupon?sku=A", 1).ticket.how.delay == microseconds(5ms));
+
+  // A change without a port reaches every endpoint, the overridden one too, field by field.
+  REQUIRE(registry.configure("coupon", {std::nullopt, latency{microseconds(7ms)}, std::nullopt}).empty());
+  const auto shared = get(registry, "/coupon?sku=A", 0);
+  const auto overridden = get(registry, "/coupon?sku=A", 1);
+  CHECK(shared.ticket.how.delay == microseconds(7ms));
+  CHECK(overridden.ticket.how.delay == microseconds(7ms));
+  CHECK(overridden.ticket.how.how == mode::fail);
+  REQUIRE(registry.configure("coupon", {mode::ok, std::nullopt, std::nullopt}).empty());
+  CHECK(get(registry, "/coupon?sku=A", 1).ticket.how.how == mode::ok);
+
+  registry.count_cancelled(overridden.ticket);
+  const auto stats = nlohmann::json::parse(registry.stats_json());
+  INFO(stats.dump());
+  CHECK(stats["requests"] == 6);
+  CHECK(stats["cancelled"] == 1);
+  CHECK(stats["paths"]["coupon"]["requests"] == 6);
+  CHECK(stats["endpoints"]["9001"]["requests"] == 2);
+  CHECK(stats["endpoints"]["9002"]["requests"] == 4);
+  CHECK(stats["endpoints"]["9001"]["cancelled"] == 0);
+  CHECK(stats["endpoints"]["9002"]["cancelled"] == 1);
+  CHECK(stats["endpoints"]["9002"]["paths"]["coupon"]["cancelled"] == 1);
+  CHECK(stats["endpoints"]["9001"]["paths"]["coupon"]["requests"] == 2);
+  // bench.sh reads the last "requests" in the text as the total.
+  const auto text = registry.stats_json();
+  CHECK(text.substr(text.rfind(R"("requests":)")) == R"("requests":6})");
+}
+
+TEST_CASE("mock control: a path's body replaces the generated one", "[mock]") {
+  path_registry registry(latency{}, {9001, 9002}, 1);
+  REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, R"({"x":1})"}, 9001).empty());
+  const auto own = get(registry, "/coupon?sku=A", 0);
+  REQUIRE(own.ticket.body);
+  CHECK(*own.ticket.body == R"({"x":1})");
+  CHECK_FALSE(get(registry, "/coupon?sku=A", 1).ticket.body);
+  REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, ""}).empty());
+  CHECK_FALSE(get(registry, "/coupon?sku=A", 0).ticket.body);
+  // A request in flight keeps its body while the path changes.
+  REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, R"({"y":2})"}).empty());
+  CHECK(*own.ticket.body == R"({"x":1})");
+  CHECK(*get(registry, "/coupon?sku=A", 1).ticket.body == R"({"y":2})");
+  const std::string huge(path_registry::max_body_bytes, ' ');
+  CHECK(registry.configure("coupon", {std::nullopt, std::nullopt, huge}).starts_with("too many bodies"));
+}
+
+TEST_CASE("mock control: tails repeat with the seed and restart on reset", "[mock]") {
+  const auto delays = [](path_registry& registry) {
+    std::vector<long long> out;
+    for (int i = 0; i < 32; ++i) out.push_back(get(registry, "/coupon?sku=A").ticket.how.delay.count());
+    return out;
+  };
+  std::string error;
+  const auto tail = *parse_latency("1ms,p50=300ms", error);
+  path_registry a(latency{}, {9001}, 7);
+  path_registry b(latency{}, {9001}, 7);
+  path_registry c(latency{}, {9001}, 8);
+  for (auto* r : {&a, &b, &c}) REQUIRE(r->configure("coupon", {mode::ok, tail, std::nullopt}).empty());
+  const auto first = delays(a);
+  CHECK(first == delays(b));
+  CHECK(first != delays(c));
+  const auto slow = std::count(first.begin(), first.end(), 300'000);
+  CHECK(slow > 4);
+  CHECK(slow < 28);
+  a.reset();
+  CHECK(delays(a) == first);
+}
+
+TEST_CASE("mock replies: the ok body echoes query parameters other than sku", "[mock]") {
+  const std::string plain = R"({"source":"coupon","sku":"A1","priceCent":1259,"stock":959})";
+  std::string out;
+  append_ok_body(out, "coupon", "A1");
+  CHECK(out == plain);
+  out.clear();
+  append_ok_body(out, "coupon", "A1", "sku=A1");
+  CHECK(out == plain);  // byte for byte what it was
+  out.clear();
+  append_ok_body(out, "coupon", "A1", "sku=A1&&");
+  CHECK(out == plain);
+
+  out.clear();
+  append_ok_body(out, "coupon", "A1", "x=2&sku=A1&y=%41+b&x=3&z&w=%zz&q=%22");
+  CHECK(out == R"({"source":"coupon","sku":"A1","priceCent":1259,"stock":959,)"
+               R"("query":{"q":"\"","w":"%zz","x":"2","y":"A+b","z":""}})");
+  CHECK(nlohmann::json::accept(out));
+
+  path_registry registry(latency{}, {9001}, 1);
+  const auto act = get(registry, "/coupon?sku=A1&region=eu");
+  CHECK(act.downstream);
+  CHECK(act.query == "sku=A1&region=eu");
+}
