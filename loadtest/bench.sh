@@ -4,7 +4,7 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c d e soak (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c hang-breaker d e soak (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b bhttp floorb c d e soak)
+all_scenarios=(a100 floor a1000 b bhttp floorb c hang-breaker d e soak)
 
 usage() { sed -n '7,15s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | bhttp | floorb | c | d | e | soak) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | bhttp | floorb | c | hang-breaker | d | e | soak) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -430,6 +430,41 @@ scenario_floorb() {
   stop_servers floorb
 }
 
+# hang-breaker: a100's load (100 connections, 150 ms downstreams, 800 ms deadline) with coupon hung from
+# the start and every circuit breaker at its defaults. Reports how long after the first request coupon's
+# circuit opened, then measures a window once it is open: answers no longer wait for the deadline (only
+# the half-open probes after each 5 s cooldown do).
+circuit_state() {  # circuit_state DOWNSTREAM: its gateway_circuit_state sample, or empty
+  curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" |
+    awk -v want="gateway_circuit_state{downstream=\"$1\"}" '$1 == want {print $2}'
+}
+scenario_hang_breaker() {
+  local conns=100 secs=20 opened_ms=- t0 state=
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  start_mock hang-breaker --delay 150ms --path coupon=hang
+  write_http_config "$work/hang-breaker.yaml" 800ms "$conns"
+  start_gateway hang-breaker "$work/hang-breaker.yaml"
+  say "hang-breaker: $conns connections until coupon's circuit opens (at most 10 s)"
+  t0=$(date +%s%N)
+  start_wrk hang-breaker.open "$conns" 10 /api/offer/aggregate
+  while kill -0 "$wrk_pid" 2>/dev/null; do
+    state=$(circuit_state coupon)
+    if [ "$state" = 2 ]; then
+      opened_ms=$((($(date +%s%N) - t0) / 1000000))
+      break
+    fi
+    sleep 0.01
+  done
+  finish_wrk hang-breaker.open
+  [ "$opened_ms" != - ] || die "hang-breaker: coupon's circuit did not open within 10 s (state '$state')"
+  measure hang-breaker "$conns" "$secs" "$(limit_of "$conns" 150)" \
+    "hang-breaker: $conns connections, coupon hung, circuit breaker open; latency by percentile" 0
+  notes+=("- hang-breaker: coupon's circuit opened $opened_ms ms after the load started (breaker defaults: 50% of at least 20 calls in 10 s); transitions to open during the run: $(curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '/^gateway_circuit_transitions_total\{downstream="coupon",to="open"\}/ {print $2}')")
+  stop_servers hang-breaker
+  check_target "hang-breaker: P50 ms" "$last_p50" "<=" 160
+  check_target "hang-breaker: P99 ms" "$last_p99" "<=" 200
+}
+
 # c: coupon hangs; 800 ms deadline; sequential single requests timed by curl.
 scenario_c() {
   local n=20 i out code ms bad=0
@@ -790,7 +825,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || ulimit -n 1048576 2>/dev/null || true
 mkdir -p "$results"
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for s in "${scenarios[@]}"; do "scenario_$s"; done
+for s in "${scenarios[@]}"; do "scenario_${s//-/_}"; done
 
 machine="$(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p), Linux $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
 {
