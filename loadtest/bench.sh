@@ -4,7 +4,7 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c hang-breaker d e soak (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c hang-breaker tail flap d e soak (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b bhttp floorb c hang-breaker d e soak)
+all_scenarios=(a100 floor a1000 b bhttp floorb c hang-breaker tail flap d e soak)
 
 usage() { sed -n '7,15s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | bhttp | floorb | c | hang-breaker | d | e | soak) scenarios+=("$1") ;;
+    a100 | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | soak) scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -158,7 +158,7 @@ call_names=(inventory channel-price coupon review-summary logistics-eta recommen
 
 # All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS
 write_http_config() {
-  local file=$1 deadline=$2 clients=$3 name
+  local file=$1 deadline=$2 clients=$3 extra=${4:-} name
   # Each I/O thread's pool gets max_connections / threads: keep the per-thread cap above the client count
   # so that no call waits for a pooled connection (the open-file limit bounds the sockets anyway).
   local per_downstream=$(((clients + 64) * $(nproc)))
@@ -181,8 +181,8 @@ YAML
     # connect_timeout: at start every call opens its connection at once (6 x clients); the mock accepts on
     # one thread and its backlog overflows, so some SYNs are retried after 1 s, past the default 100 ms.
     for name in "${call_names[@]}"; do
-      printf '  %s:\n    url: http://127.0.0.1:%s\n    connect_timeout: 2s\n    max_connections: %s\n' \
-        "$name" "$mock_port" "$per_downstream"
+      printf '  %s:\n    url: http://127.0.0.1:%s\n    connect_timeout: 2s\n    max_connections: %s\n%b' \
+        "$name" "$mock_port" "$per_downstream" "$extra"
     done
     cat <<YAML
 routes:
@@ -463,6 +463,68 @@ scenario_hang_breaker() {
   stop_servers hang-breaker
   check_target "hang-breaker: P50 ms" "$last_p50" "<=" 160
   check_target "hang-breaker: P99 ms" "$last_p99" "<=" 200
+}
+
+# tail: a100's load with every downstream answering 2% of its calls in 700 ms instead of 150 ms, so that
+# about 11% of the aggregated answers wait for a slow call: hedging off, then on (a hedge after the p95 of
+# recent latencies, at least 155 ms, within a 10% budget). Reports the aggregate P99 and the extra calls.
+scenario_tail() {
+  local conns=100 secs=20 mode calls0 calls1 requests extra
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  for mode in off on; do
+    local name=tail-hedge-$mode hedge=
+    [ $mode = off ] || hedge='    hedge: {delay: p95, min_delay: 155ms, budget_percent: 10}\n'
+    start_mock "$name" --delay 150ms,p98=700ms
+    write_http_config "$work/$name.yaml" 800ms "$conns" "$hedge"
+    start_gateway "$name" "$work/$name.yaml"
+    calls0=$(mock_calls)
+    measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+      "$name: $conns connections, downstreams 150 ms with 2% at 700 ms, hedging $mode; latency by percentile"
+    calls1=$(mock_calls)
+    requests=$(field "$work/$name.wrk" requests)
+    extra=$(calc %.1f "100 * (($calls1 - $calls0) / (6 * $requests) - 1)")
+    notes+=("- $name: downstream calls per aggregated answer $(calc %.3f "($calls1 - $calls0) / $requests") (six without hedges): $extra% extra; hedges $(curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '/^gateway_downstream_hedges_total/ {n += $2} END {print n + 0}') since the start")
+    stop_servers "$name"
+    [ $mode = off ] || {
+      check_target "tail: P99 ms with hedging" "$last_p99" "<=" 330
+      check_target "tail: extra calls with hedging, %" "$extra" "<=" 10
+    }
+  done
+}
+
+# flap: coupon alternates between healthy and hung every 5 s while 100 connections run for 30 s; the good
+# (not degraded) answers per second with the circuit breaker at its defaults and with it off.
+flap_toggle() {  # runs in the background: coupon hung in odd 5 s periods, healthy in even ones
+  local i
+  for i in 1 2 3 4 5 6; do
+    sleep 5
+    if [ $((i % 2)) -eq 1 ]; then
+      curl -fsS --max-time 2 "http://127.0.0.1:$mock_port/__control?path=coupon&mode=hang" >/dev/null
+    else
+      curl -fsS --max-time 2 "http://127.0.0.1:$mock_port/__control?path=coupon&mode=ok" >/dev/null
+    fi
+  done
+}
+scenario_flap() {
+  local conns=100 secs=30 mode toggler
+  [ $quick -eq 0 ] || { conns=20; secs=6; }
+  for mode in on off; do
+    local name=flap-breaker-$mode extra=
+    [ $mode = on ] || extra='    circuit_breaker: {enabled: false}\n'
+    start_mock "$name" --delay 150ms
+    write_http_config "$work/$name.yaml" 800ms "$conns" "$extra"
+    start_gateway "$name" "$work/$name.yaml"
+    flap_toggle &
+    toggler=$!
+    pids+=("$toggler")
+    measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+      "$name: $conns connections, coupon hung every other 5 s, circuit breaker $mode; latency by percentile" 0
+    kill "$toggler" 2>/dev/null || true
+    wait "$toggler" 2>/dev/null || true
+    forget "$toggler"
+    notes+=("- $name: good answers per second $(calc %.1f "$(field "$work/$name.wrk" good) / $(field "$work/$name.wrk" duration_us) * 1000000"), all answers per second $last_rps")
+    stop_servers "$name"
+  done
 }
 
 # c: coupon hangs; 800 ms deadline; sequential single requests timed by curl.

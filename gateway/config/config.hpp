@@ -97,6 +97,34 @@ struct breaker_settings {
   unsigned half_open_calls = 3;
 };
 
+// Retries of a failed HTTP call within its deadline. Retried: a connect that failed, an answer whose status
+// is in `on_status`, and with `on_reset` a connection reset or closed before any of the answer arrived
+// (the downstream may have acted on the request); never a call that was cancelled or ran out of time. A retry waits a jittered backoff (uniform in [0, backoff *
+// 2^(n-1)], at most max_backoff), starts only when time is left after it, and only within the retry
+// budget: retries in flight at most budget_percent of the downstream's calls in flight, or budget_min.
+struct retry_settings {
+  unsigned attempts = 2;  // per call, the first included; 1: no retries
+  std::vector<unsigned> on_status{502, 503};
+  bool on_reset = false;
+  microseconds backoff = milliseconds(10);
+  microseconds max_backoff = milliseconds(100);
+  unsigned budget_percent = 20;
+  unsigned budget_min = 3;
+};
+
+// Hedged requests: a call whose first attempt has not answered after the hedge delay sends a second one;
+// the first good answer wins and the other attempt is cancelled (its socket closed). The delay is fixed
+// (`delay`), or a percentile of the downstream's recent good latencies (`percentile`, while `delay` is
+// 0), within [min_delay, max_delay]. At most budget_percent extra calls over the last 10 s.
+struct hedge_settings {
+  bool enabled = false;
+  microseconds delay{0};
+  unsigned percentile = 95;
+  microseconds min_delay = milliseconds(5);
+  microseconds max_delay = std::chrono::seconds(1);
+  unsigned budget_percent = 10;
+};
+
 struct downstream_settings {
   std::string name;
   downstream_kind kind = downstream_kind::http;
@@ -111,6 +139,8 @@ struct downstream_settings {
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
   microseconds dns_refresh = std::chrono::seconds(30);   // a host name is resolved again this often
   breaker_settings breaker;
+  retry_settings retry;  // http
+  hedge_settings hedge;  // http
 };
 
 struct param_settings {

@@ -24,6 +24,20 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     j["max_connections"] = d.max_connections;
     j["idle_timeout"] = format_duration(d.idle_timeout);
     j["dns_refresh"] = format_duration(d.dns_refresh);
+    j["retry"] = {{"attempts", d.retry.attempts},
+                  {"on_status", d.retry.on_status},
+                  {"on_reset", d.retry.on_reset},
+                  {"backoff", format_duration(d.retry.backoff)},
+                  {"max_backoff", format_duration(d.retry.max_backoff)},
+                  {"budget_percent", d.retry.budget_percent},
+                  {"budget_min", d.retry.budget_min}};
+    const auto& h = d.hedge;
+    j["hedge"] = {
+        {"enabled", h.enabled},
+        {"delay", h.delay.count() > 0 ? format_duration(h.delay) : "p" + std::to_string(h.percentile)},
+        {"min_delay", format_duration(h.min_delay)},
+        {"max_delay", format_duration(h.max_delay)},
+        {"budget_percent", h.budget_percent}};
   } else {
     const auto& sql = d.sql;
     j["kind"] = "sql";

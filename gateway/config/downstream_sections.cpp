@@ -6,7 +6,9 @@
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/sql/sql_statement.hpp"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <string_view>
 
 namespace gateway {
@@ -66,6 +68,59 @@ void read_breaker(config_parse_state& state, const YAML::Node& node, downstream_
   r.finish();
 }
 
+void read_retry(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
+  auto& rt = d.retry;
+  yaml_reader r(node, state.errors, "downstream '" + d.name + "'.retry");
+  r.unsigned_int("attempts", rt.attempts, 1, 10);
+  std::vector<std::string> statuses;
+  if (r.string_list("on_status", statuses)) {
+    rt.on_status.clear();
+    for (const auto& text : statuses) {
+      unsigned status = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
+      if (ec != std::errc() || end != text.data() + text.size() || status < 100 || status > 599) {
+        r.error_at("on_status", "on_status must list HTTP status codes (100-599), not '" + text + "'");
+        break;
+      }
+      rt.on_status.push_back(status);
+    }
+  }
+  r.boolean("on_reset", rt.on_reset);
+  r.duration("backoff", rt.backoff, true);
+  r.duration("max_backoff", rt.max_backoff, true);
+  r.unsigned_int("budget_percent", rt.budget_percent, 0, 100);
+  r.unsigned_int("budget_min", rt.budget_min, 0, 1'000'000);
+  r.finish();
+}
+
+void read_hedge(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
+  auto& h = d.hedge;
+  h.enabled = true;  // a hedge section turns hedging on unless it says otherwise
+  yaml_reader r(node, state.errors, "downstream '" + d.name + "'.hedge");
+  r.boolean("enabled", h.enabled);
+  std::string delay;
+  if (r.string("delay", delay)) {
+    unsigned percentile = 0;
+    const auto [end, ec] = std::from_chars(delay.data() + std::min<std::size_t>(1, delay.size()),
+                                           delay.data() + delay.size(), percentile);
+    if (delay.starts_with('p') && ec == std::errc() && end == delay.data() + delay.size() &&
+        percentile >= 50 && percentile <= 99) {
+      h.delay = microseconds(0);
+      h.percentile = percentile;
+    } else if (auto fixed = parse_duration(delay); fixed && fixed->count() > 0) {
+      h.delay = *fixed;
+    } else {
+      r.error_at("delay",
+                 "delay must be a duration such as 50ms or a percentile of recent latency, p50 to p99");
+    }
+  }
+  r.duration("min_delay", h.min_delay);
+  r.duration("max_delay", h.max_delay);
+  r.unsigned_int("budget_percent", h.budget_percent, 1, 100);
+  if (h.min_delay > h.max_delay) r.error_at("min_delay", "min_delay must not exceed max_delay");
+  r.finish();
+}
+
 }  // namespace
 
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
@@ -91,6 +146,8 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       r.duration("idle_timeout", d.idle_timeout);
       if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
         r.error_at("dns_refresh", "dns_refresh must be at least 1s");
+      if (auto rt = r.section("retry")) read_retry(state, *rt, d);
+      if (auto h = r.section("hedge")) read_hedge(state, *h, d);
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
     if (auto b = r.section("circuit_breaker")) read_breaker(state, *b, d);

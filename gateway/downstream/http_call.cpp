@@ -1,50 +1,32 @@
 #include "gateway/downstream/http_call.hpp"
 
-#include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
-#include "gateway/downstream/retry_policy.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/error.hpp>
-
-#include <sys/socket.h>
+#include <boost/asio/error.hpp>
 
 #include <algorithm>
-#include <cassert>
-#include <cerrno>
 #include <utility>
 
 namespace gateway {
 
 namespace net = boost::asio;
-namespace http = boost::beast::http;
 using boost::system::error_code;
 
-namespace {
-
-constexpr std::size_t response_header_limit = 16 * 1024;
-// Unparsed bytes a connection may hold: a header in progress, or a chunk header line (body bytes go to
-// the body as they are parsed).
-constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
-
-}  // namespace
-
-void http_call::start(const request_head& head, const downstream_settings& settings, connection_pool& pool,
-                      const call_request& request, call_sink& sink, std::size_t index) {
-  (new http_call(head, settings, pool, request, sink, index))->acquire(true);
+void http_call::start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
+                      std::size_t index) {
+  (new http_call(head, lane, request, sink, index))->start_attempt(false);  // last: it may report
 }
 
-http_call::http_call(const request_head& head, const downstream_settings& settings, connection_pool& pool,
-                     const call_request& request, call_sink& sink, std::size_t index)
-    : settings_(settings),
-      pool_(pool),
-      sink_(sink),
+http_call::http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
+                     std::size_t index)
+    : lane_(lane),
+      sink_(&sink),
       index_(index),
       cancel_(*request.cancel),
       deadline_(request.deadline),
-      started_(request.now) {
+      started_(request.now),
+      timer_(lane.pool().executor()) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
@@ -53,286 +35,137 @@ http_call::http_call(const request_head& head, const downstream_settings& settin
   }
   head.write(request, out);
   head_ = std::string_view(out, size);
+  lane_.call_started(started_);
+  // The fan-out's cancellation (deadline, client gone, shutdown, settled) ends every attempt and a pending
+  // hedge or retry. Attempts end asynchronously: nothing here reports.
+  hook_.emplace(cancel_, [this] {
+    cancel_attempts(cancel_.reason());
+    if (timer_use_ != timer_use::none) timer_.cancel();
+  });
 }
 
-// The legal changes of state; any other is a bug:
-//   acquiring         -> queued | connecting | writing (an idle or handed-over connection) | finished
-//   queued            -> acquiring (handed a connection or a slot, timed out, or cancelled)
-//   connecting        -> connect_timed_out | writing | finished
-//   connect_timed_out -> finished
-//   writing           -> reading | acquiring (the retry on a new connection) | finished
-//   reading           -> acquiring (the retry) | finished
-//   finished          -> none: the call frees itself (free_if_done())
-constexpr bool http_call::legal(state from, state to) {
-  switch (from) {
-    case state::acquiring:
-      return to == state::queued || to == state::connecting || to == state::writing || to == state::finished;
-    case state::queued:
-      return to == state::acquiring;
-    case state::connecting:
-      return to == state::connect_timed_out || to == state::writing || to == state::finished;
-    case state::connect_timed_out:
-      return to == state::finished;
-    case state::writing:
-      return to == state::reading || to == state::acquiring || to == state::finished;
-    case state::reading:
-      return to == state::acquiring || to == state::finished;
-    case state::finished:
-      return false;
-  }
-  return false;
-}
-
-// The one place the state changes (asserting that the change is legal()), together with what a
-// cancellation interrupts in the new state.
-void http_call::enter(state next) {
-  assert(legal(state_, next));
-  switch (next) {
-    case state::queued:
-      hook_.emplace(cancel_, [this] { timer_->cancel(); });
-      break;
-    case state::writing:
-      input_waiting_ = false;
-      [[fallthrough]];
-    case state::connecting:
-      // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
-      hook_.emplace(cancel_, [this] { close_socket(); });
-      break;
-    case state::reading:
-      break;  // writing's hook goes on
-    case state::acquiring:
-    case state::connect_timed_out:
-    case state::finished:
-      hook_.reset();
-      break;
-  }
-  state_ = next;
-}
-
-// acquiring: an idle connection when `reuse` allows, else a new one in a free slot, else a place in the
-// pool's queue.
-void http_call::acquire(bool reuse) {
-  if (cancel_.cancelled()) return fail(net::error::operation_aborted, "cancelled");
-  if (reuse) {
-    if (auto conn = pool_.take_idle(started_)) return exchange(std::move(conn));
-  }
-  if (pool_.reserve_slot(!reuse)) return connect();
-  wait_for_connection();
-}
-
-void http_call::wait_for_connection() {
-  timer_.emplace(pool_.executor());
-  timer_->expires_at(deadline_);
-  waiter_ = {&*timer_, nullptr, false};
-  pool_.enqueue(waiter_);
-  enter(state::queued);
-  timer_->async_wait([this](const error_code&) { waited(); });
-}
-
-void http_call::waited() {
-  enter(state::acquiring);
-  pool_.dequeue(waiter_);
-  timer_.reset();  // its handler is this one
-  if (waiter_.conn) {
-    if (!cancel_.cancelled()) return exchange(std::move(waiter_.conn));
-    pool_.release(std::move(waiter_.conn), clock::now());  // pass it on to the next waiter
-    return fail(net::error::operation_aborted, "cancelled");
-  }
-  if (!waiter_.slot_freed) {
-    return fail(
-        cancel_.cancelled() ? error_code(net::error::operation_aborted) : error_code(net::error::timed_out),
-        "connect failed");
-  }
-  pool_.claim_freed_slot();
+// A new attempt in a free slot (the first, or a retry after a backoff); its start is the caller's last
+// act, since the attempt may report before it returns.
+void http_call::start_attempt(bool retry) {
+  const bool reserved = std::exchange(retry_reserved_, false);
   if (cancel_.cancelled()) {
-    pool_.release_slot();  // the freed slot goes to the next waiter
-    return fail(net::error::operation_aborted, "cancelled");
+    if (reserved) lane_.retry_ended();
+    return report(failure_result(net::error::operation_aborted, "cancelled", true));
   }
-  connect();
+  const std::size_t slot = live_[0] == nullptr ? 0 : 1;
+  ++attempts_;
+  retry_slot_[slot] = retry && reserved;
+  const auto& settings = lane_.settings();
+  const auto now = retry ? clock::now() : started_;
+  auto* attempt =
+      http_attempt::create(*this, slot, head_, lane_.pool(), settings.max_response_bytes, deadline_, now);
+  live_[slot] = attempt;
+  if (!retry && settings.hedge.enabled) {
+    const auto due = now + lane_.hedge_delay();
+    if (due < deadline_) arm_timer(timer_use::hedge, due);
+  }
+  attempt->begin();
 }
 
-void http_call::exchange(connection_pool::handle conn) {
-  if (conn->stale) {  // the downstream closed it while it was being handed over
-    pool_.discard(std::move(conn));
-    return acquire(false);
-  }
-  conn_ = std::move(conn);
-  contacted_ = true;
-  write();
+// The hedge: a second attempt beside the first, which goes on.
+void http_call::start_hedge() {
+  const std::size_t slot = live_[0] == nullptr ? 0 : 1;
+  auto* attempt = http_attempt::create(*this, slot, head_, lane_.pool(), lane_.settings().max_response_bytes,
+                                       deadline_, clock::now());
+  live_[slot] = attempt;
+  attempt->begin();
 }
 
-void http_call::connect() {
-  error_code unresolved;
-  conn_ = pool_.open(unresolved);
-  if (!conn_) return fail(unresolved, "host not resolved");
-  contacted_ = true;
-  enter(state::connecting);
-  // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
-  // Armed at most once per call: a retry follows only a failed reused connection, never a new one.
-  const auto limit = clock::now() + pool_.connect_timeout();
-  if (limit < deadline_) {
-    assert(!timer_);
-    timer_.emplace(pool_.executor(), limit);
-    timer_->async_wait([this](const error_code& ec) { connect_timer_ended(ec); });
+void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
+  live_[slot] = nullptr;
+  if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
+  contacted_ = contacted_ || r.result.contacted;
+  if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended
+  if (r.result.ok()) {
+    lane_.record_latency(r.result.latency);
+    return report(std::move(r.result));  // the other attempt, if any, is cancelled
   }
-  conn_->socket.async_connect(conn_->remote, [this](const error_code& ec) { connected(ec); });
+  const bool other_live = live_[0] != nullptr || live_[1] != nullptr;
+  if (!other_live && worth_retry(r)) {
+    const auto& retry = lane_.settings().retry;
+    // Full jitter over an exponential ceiling: backoff * 2^(retries so far), at most max_backoff.
+    auto ceiling = clock::duration(retry.backoff) * (1LL << std::min(attempts_ - 1, 10U));
+    ceiling = std::min<clock::duration>(ceiling, retry.max_backoff);
+    const auto due = clock::now() + lane_.jitter(ceiling);
+    if (due < deadline_ && lane_.try_retry()) {
+      retry_reserved_ = true;
+      failure_ = std::move(r.result);
+      return arm_timer(timer_use::backoff, due);
+    }
+  }
+  failure_ = std::move(r.result);
+  if (other_live) return;  // the other attempt may still answer; its report decides
+  report(std::move(*failure_));
 }
 
-void http_call::connect_timer_ended(const error_code& ec) {
-  timer_.reset();  // its handler is this one
-  if (!ec && state_ == state::connecting) {
-    enter(state::connect_timed_out);
-    close_socket();
-  }
-  free_if_done();
+bool http_call::worth_retry(const http_attempt::report& r) const {
+  const auto& retry = lane_.settings().retry;
+  if (attempts_ >= retry.attempts || cancel_.cancelled()) return false;
+  if (r.kind == http_attempt::report::failure::connect) return true;
+  if (r.kind == http_attempt::report::failure::reset) return retry.on_reset;
+  return r.result.status != 0 &&
+         std::find(retry.on_status.begin(), retry.on_status.end(), r.result.status) != retry.on_status.end();
 }
 
-void http_call::connected(error_code ec) {
-  if (timer_) timer_->cancel();
-  if (state_ == state::connect_timed_out) {
-    ec = net::error::timed_out;
-  } else if (!ec && cancel_.cancelled()) {
-    ec = net::error::operation_aborted;
-  }
-  if (ec) {
-    return exchange_failed(ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
-  }
-  error_code ignored;
-  conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
-  report_input_left(conn_->socket);
-  write();
+void http_call::arm_timer(timer_use use, clock::time_point due) {
+  timer_use_ = use;
+  const auto arming = ++timer_armings_;
+  ++timer_waits_;
+  timer_.expires_at(due);  // a wait still set (the hedge's) runs as aborted, and is told apart by `arming`
+  timer_.async_wait([this, arming](const error_code& ec) { timer_fired(ec, arming); });
 }
 
-void http_call::write() {
-  enter(state::writing);
-  parser_.emplace(settings_.max_response_bytes, response_header_limit);
-  conn_->buffer.clear();
-  conn_->user = this;
-  if (!conn_->readiness.waiting()) conn_->readiness.wait(*conn_);
-  const auto sent =
-      ::send(conn_->socket.native_handle(), head_.data(), head_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (sent == static_cast<ssize_t>(head_.size())) return enter(state::reading);  // the answer is awaited
-  if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-    return written(error_code(errno, boost::system::system_category()));
+void http_call::timer_fired(const error_code& ec, unsigned arming) {
+  --timer_waits_;
+  if (arming != timer_armings_ || sink_ == nullptr) return free_if_done();  // replaced, or reported
+  const auto use = std::exchange(timer_use_, timer_use::none);
+  if (use == timer_use::hedge) {
+    const bool one_live = (live_[0] != nullptr) != (live_[1] != nullptr);
+    if (ec || cancel_.cancelled() || !one_live || !lane_.try_hedge(clock::now())) return;
+    return start_hedge();  // last
   }
-  net::async_write(
-      conn_->socket,
-      net::buffer(head_.data(), head_.size()) + static_cast<std::size_t>(std::max<ssize_t>(sent, 0)),
-      [this](const error_code& ec, std::size_t) { written(ec); });
-}
-
-void http_call::written(const error_code& ec) {
-  if (ec) return exchange_failed(ec, "write failed");
-  // Fired while the write completed: don't read.
-  if (cancel_.cancelled()) return exchange_failed(net::error::operation_aborted, "cancelled");
-  enter(state::reading);
-  if (std::exchange(input_waiting_, false)) on_readable(error_code());
-}
-
-// The connection has input (or was closed under the call: `ec`). Reads until it is drained, parsing as
-// it goes; waits again when the answer is still incomplete.
-void http_call::on_readable(const error_code& ec) {
-  if (state_ == state::writing) {  // an early answer (or an error) waits until the request is written
-    input_waiting_ = !ec;
-    return;
-  }
-  if (ec) return read_failed(ec);
-  for (;;) {
-    auto& buffer = conn_->buffer;
-    const auto got = read_now(conn_->socket, buffer, 512);
-    if (got.ec == net::error::would_block) return conn_->readiness.wait(*conn_);
-    if (got.ec == net::error::eof) return end_of_stream();
-    if (got.ec) return read_failed(got.ec);
-    error_code parse_ec;
-    const auto data = buffer.data();
-    buffer.consume(
-        parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
-    if (parse_ec && parse_ec != http::error::need_more) return read_failed(parse_ec);
-    if (!charge_body()) return exchange_failed(http::error::buffer_overflow, "memory budget exhausted");
-    // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
-    if (parser_->is_done()) return answered(got.drained);
-    if (buffer.size() > read_buffer_limit) return read_failed(http::error::buffer_overflow);
-    if (got.drained) return conn_->readiness.wait(*conn_);
+  if (use == timer_use::backoff) {
+    if (ec || cancel_.cancelled()) {  // the fan-out cancelled the call during the backoff
+      if (std::exchange(retry_reserved_, false)) lane_.retry_ended();
+      return report(failure_result(net::error::operation_aborted, "cancelled", true));
+    }
+    return start_attempt(true);  // last
   }
 }
 
-// Counts the answer's body buffer against the process's memory budget as it grows; false when the
-// budget has no room for it (the call then fails).
-bool http_call::charge_body() {
-  const auto capacity = parser_->body().capacity();
-  if (capacity <= charged_) return true;
-  if (!memory_budget::try_charge(capacity - charged_)) return false;
-  charged_ = capacity;
-  return true;
-}
-
-// The downstream closed the connection: the end of an answer without a length, or a failure.
-void http_call::end_of_stream() {
-  if (!parser_->got_some()) return read_failed(http::error::end_of_stream);
-  error_code ec;
-  parser_->put_eof(ec);
-  if (ec) return read_failed(ec);
-  answered(false);  // closed: never reused
-}
-
-// The whole answer is in: the connection goes back to the pool when nothing followed it (`drained`).
-void http_call::answered(bool drained) {
-  const auto now = clock::now();
-  if (parser_->keep_alive() && drained && conn_->buffer.size() == 0) {
-    pool_.release(std::move(conn_), now);
-  } else {
-    pool_.discard(std::move(conn_));
+void http_call::cancel_attempts(cancel_reason why) {
+  for (auto* attempt : live_) {
+    if (attempt != nullptr) attempt->cancel().request_cancel(why);  // ends asynchronously
   }
-  // Built only now: a call in flight does not carry a result.
-  finish(answer_result(parser_->status(), std::move(parser_->body())), now);
 }
 
-void http_call::read_failed(const error_code& ec) {
-  exchange_failed(ec, ec == http::error::body_limit ? "body too large" : "read failed");
-}
-
-// The exchange on conn_ failed: the connection is closed, and the call either retries on a new one
-// (retry_policy) or fails.
-void http_call::exchange_failed(const error_code& ec, const char* what) {
-  const bool retry = retry_on_new_connection(
-      {ec, conn_->reused, state_ == state::reading && parser_->got_some(), cancel_.cancelled()});
-  pool_.discard(std::move(conn_));
-  if (!retry) return fail(ec, what);
-  enter(state::acquiring);
-  acquire(false);
-}
-
-void http_call::fail(const error_code& ec, const char* what) {
-  auto result = failure_result(ec, what, cancel_.cancelled());
-  result.contacted = contacted_;
-  finish(std::move(result), clock::now());
-}
-
-// Hands the result to the fan-out: the call's last act. Safe (direct_wake's rule) because it is reached
-// only as the last step of one of the call's own completion handlers (a timer, the connect, the write, a
-// readiness wait), or of start() while the fan-out's coroutine is the one running (its sink then only
-// records the wake-up); and nothing of the call is touched after the sink: it is freed before, or kept
-// (finished, without a cancel hook) only for the connect timer's handler, which touches nothing else.
-void http_call::finish(call_result&& result, clock::time_point now) {
-  enter(state::finished);
-  result.latency = now - started_;
-  // The body now belongs to the result, which the fan-out counts until the answer is merged.
-  memory_budget::release(std::exchange(charged_, 0));
-  auto& sink = sink_;
+// The call's one report to the fan-out, as the last act of the handler that makes it. The call leaves the
+// fan-out's cancel_source first, cancels what is still going (an attempt that lost, a pending hedge), and
+// frees itself unless those still have to end.
+void http_call::report(call_result result) {
+  result.latency = clock::now() - started_;
+  result.contacted = result.contacted || contacted_;
+  hook_.reset();
+  cancel_attempts(cancel_reason::settled);
+  if (timer_use_ != timer_use::none) {
+    timer_use_ = timer_use::none;
+    timer_.cancel();
+  }
+  lane_.call_ended();
+  auto* sink = std::exchange(sink_, nullptr);
   const auto index = index_;
-  if (timer_) timer_->cancel();  // its handler, due at once, frees the call
   free_if_done();
-  sink.call_finished(index, std::move(result));
+  sink->call_finished(index, std::move(result));
 }
 
-// The one place the call frees itself: it has reported, and no handler of its own is still to run.
+// The one place the call frees itself: it has reported, no attempt is live and no timer handler is due.
 void http_call::free_if_done() {
-  if (state_ == state::finished && !timer_) delete this;
-}
-
-void http_call::close_socket() {
-  error_code ignored;
-  conn_->socket.close(ignored);
+  if (sink_ == nullptr && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0) delete this;
 }
 
 }  // namespace gateway

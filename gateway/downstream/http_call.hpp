@@ -1,29 +1,33 @@
 #pragma once
-// One HTTP call as a state machine on its I/O thread, without a stack of its own: acquire a connection
-// (idle, new, or wait for one at the pool's cap), write the request, read the answer, and report the
-// result to the sink exactly once. The cancel_source hook closes whatever is pending, so every step ends
-// promptly once the call is cancelled. Errors are results (call_result), never exceptions.
+// One HTTP call: the request's bytes, its deadline and its report to the fan-out, made by one or more
+// attempts (http_attempt) on its I/O thread's lane, at most two at a time:
+// - a retry, after an attempt failed in a way worth another try (retry_settings: a failed connect, a
+//   connection that ended before any of the answer, a status in on_status), after a jittered backoff,
+//   when time is left and the lane's retry budget allows;
+// - a hedge, when the first attempt has not answered after the hedge delay and the lane's hedge budget
+//   allows (hedge_settings; off by default).
+// The first good answer wins: it is reported at once and the other attempt is cancelled (its socket
+// closed). Otherwise the last attempt's failure is reported once no attempt is left and no retry follows.
 //
-// The exchange costs two system calls when all goes well: the request is sent at once (`send`; Asio's
-// async_write only for what the socket does not take), and the answer is read when epoll reports it
-// (read_readiness), until nothing more is waiting, never speculatively before it can be there.
+// States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
+// lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry
+// backoff, one at a time.
 //
-// Ownership: start() allocates the call and nobody else holds it; only its own pending handlers (a
-// connect, write, readiness wait or timer it started) refer to it. It frees itself in one place,
-// free_if_done(): once it has reported, and the connect timer's handler (the one handler that can
-// outlive the report) has run.
+// Ownership and wake-ups: start() allocates the call; only its attempts and its timer's handler refer to
+// it, and it frees itself in one place, free_if_done(): once it has reported, no attempt is live and no
+// timer handler is still to run. The report to the fan-out's sink is always the last act of the handler
+// that makes it (the fan-out may end the request in it); before it the call leaves the fan-out's
+// cancel_source, so that nothing of the fan-out is touched after the report.
 //
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
-#include "gateway/config/config.hpp"
-#include "gateway/core/cancel_source.hpp"
-#include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/downstream.hpp"
-#include "gateway/downstream/response_parser.hpp"
+#include "gateway/downstream/http_attempt.hpp"
+#include "gateway/downstream/http_lane.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,78 +36,54 @@ namespace gateway {
 
 class request_head;
 
-class http_call final : public read_readiness::listener {
+class http_call {
  public:
-  // Starts a call on the current thread's `pool` (the request's I/O thread). Reports through `sink`
-  // exactly once, possibly before returning (already cancelled, host not resolved); copies what it needs
-  // from `request`. `settings` and `pool` must outlive the call.
-  static void start(const request_head& head, const downstream_settings& settings, connection_pool& pool,
-                    const call_request& request, call_sink& sink, std::size_t index);
+  // Starts a call on the current thread's `lane`. Reports through `sink` exactly once, possibly before
+  // returning; copies what it needs from `request`. `lane` must outlive the call.
+  static void start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
+                    std::size_t index);
+
+  // An attempt's report: its last act (see http_attempt).
+  void attempt_done(std::size_t slot, http_attempt::report&& report);
 
  private:
-  // Every state but `finished` belongs to the call's one attempt (one exchange on one connection); the
-  // retry on a new connection goes back to `acquiring`. When several attempts come (retries, hedges),
-  // these become an attempt's own state and `finished` the call's. Transitions: legal(), enter().
-  enum class state : std::uint8_t {
-    acquiring,          // looking for a connection: an idle one, a free slot, or a place in the queue
-    queued,             // at the pool's cap: waiting for a connection or a slot (timer_, waiter_)
-    connecting,         // connecting a new connection (conn_; timer_ when the connect timeout is armed)
-    connect_timed_out,  // the connect timer closed the socket; the connect's completion is still to come
-    writing,            // sending the request (conn_, parser_; async_write for what `send` did not take)
-    reading,            // the request is sent: reading the answer as it arrives (conn_, parser_)
-    finished,           // reported to the sink; at most the connect timer's handler is still to run
-  };
+  enum class timer_use : std::uint8_t { none, hedge, backoff };
 
-  http_call(const request_head& head, const downstream_settings& settings, connection_pool& pool,
-            const call_request& request, call_sink& sink, std::size_t index);
+  http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
+            std::size_t index);
   ~http_call() = default;
 
-  static constexpr bool legal(state from, state to);
-  void enter(state next);
-  void acquire(bool reuse);
-  void wait_for_connection();
-  void waited();
-  void exchange(connection_pool::handle conn);
-  void connect();
-  void connect_timer_ended(const boost::system::error_code& ec);
-  void connected(boost::system::error_code ec);
-  void write();
-  void written(const boost::system::error_code& ec);
-  void on_readable(const boost::system::error_code& ec) override;
-  bool charge_body();
-  void end_of_stream();
-  void answered(bool drained);
-  void read_failed(const boost::system::error_code& ec);
-  void exchange_failed(const boost::system::error_code& ec, const char* what);
-  void fail(const boost::system::error_code& ec, const char* what);
-  void finish(call_result&& result, clock::time_point now);
+  void start_attempt(bool retry);
+  void start_hedge();
+  void arm_timer(timer_use use, clock::time_point due);
+  void timer_fired(const boost::system::error_code& ec, unsigned arming);
+  bool worth_retry(const http_attempt::report& report) const;
+  void cancel_attempts(cancel_reason why);
+  void report(call_result result);
   void free_if_done();
-  void close_socket();
 
-  // The call, across attempts.
-  const downstream_settings& settings_;
-  connection_pool& pool_;
-  call_sink& sink_;
+  http_lane& lane_;
+  call_sink* sink_;  // null once reported
   std::size_t index_;
-  cancel_source& cancel_;
+  cancel_source& cancel_;  // the fan-out's, until the report
+  std::optional<cancel_source::scoped_hook> hook_;
   clock::time_point deadline_;
   clock::time_point started_;
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];
-  std::size_t charged_ = 0;  // bytes of the answer's body buffer counted against the memory budget
 
-  // The current attempt (per-state data says which states it belongs to).
-  state state_ = state::acquiring;
-  std::optional<cancel_source::scoped_hook> hook_;  // what a cancellation interrupts in this state (enter())
-  // queued: the wait's deadline timer; from connecting on: the connect timer. Present until its handler
-  // has run (the call is not freed before).
-  std::optional<boost::asio::steady_timer> timer_;
-  connection_pool::waiter waiter_;         // queued: the call's place in the pool's queue
-  connection_pool::handle conn_;           // connecting through reading
-  std::optional<response_parser> parser_;  // writing and reading (the last attempt's, after it)
-  bool contacted_ = false;                 // a connection to the downstream was used or opened
-  bool input_waiting_ = false;             // writing: input arrived before the request was all sent
+  std::array<http_attempt*, 2> live_{};  // attempts still to report, by slot
+  std::array<bool, 2> retry_slot_{};     // the attempt in that slot holds a place in the retry budget
+  unsigned attempts_ = 0;                // started so far (the hedge not counted)
+  bool retry_reserved_ = false;          // a place in the retry budget, held for the backoff's retry
+  bool contacted_ = false;
+  std::optional<call_result> failure_;  // the last failure, reported when nothing better comes
+
+  boost::asio::steady_timer timer_;
+  timer_use timer_use_ = timer_use::none;
+  unsigned timer_armings_ = 0;  // numbers the armings, for a handler that runs after a re-arm
+  unsigned timer_waits_ = 0;    // handlers still to run
 };
 
 }  // namespace gateway

@@ -1,7 +1,7 @@
 #include "gateway/downstream/http_downstream.hpp"
 
-#include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/http_call.hpp"
+#include "gateway/downstream/http_lane.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -23,20 +23,31 @@ http_downstream::http_downstream(const downstream_settings& settings,
   }
   const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
   for (auto* ioc : workers) {
-    pools_.push_back(std::make_unique<connection_pool>(ioc->get_executor(), address, per_worker,
-                                                       settings_.connect_timeout, settings_.idle_timeout));
+    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), address, per_worker, settings_));
   }
 }
 
 http_downstream::~http_downstream() = default;
 
 bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
-  http_call::start(head_, settings_, *pools_.at(request.worker), request, sink, index);
+  http_call::start(head_, *lanes_.at(request.worker), request, sink, index);
   return true;
 }
 
+std::uint64_t http_downstream::retries() const {
+  std::uint64_t n = 0;
+  for (const auto& lane : lanes_) n += lane->retries();
+  return n;
+}
+
+std::uint64_t http_downstream::hedges() const {
+  std::uint64_t n = 0;
+  for (const auto& lane : lanes_) n += lane->hedges();
+  return n;
+}
+
 void http_downstream::close_idle(std::size_t worker) {
-  pools_.at(worker)->close_idle();
+  lanes_.at(worker)->pool().close_idle();
 }
 
 }  // namespace gateway

@@ -16,8 +16,8 @@
 
 namespace gateway {
 
-class connection_pool;
 class host_resolver;
+class http_lane;
 
 class http_downstream final : public downstream {
  public:
@@ -32,10 +32,15 @@ class http_downstream final : public downstream {
   bool start(const call_request& request, call_sink& sink, std::size_t index) override;
   void close_idle(std::size_t worker) override;
 
+  const std::string& name() const { return settings_.name; }
+  // Retries and hedges started so far, over every I/O thread (for the metrics; any thread).
+  std::uint64_t retries() const;
+  std::uint64_t hedges() const;
+
  private:
   downstream_settings settings_;
   request_head head_;
-  std::vector<std::unique_ptr<connection_pool>> pools_;  // indexed by worker
+  std::vector<std::unique_ptr<http_lane>> lanes_;  // indexed by worker
 };
 
 }  // namespace gateway

@@ -2,6 +2,7 @@
 
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
+#include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
@@ -74,6 +75,20 @@ void render_breakers(prometheus_writer& out, const std::vector<const circuit_bre
   }
 }
 
+void render_attempts(prometheus_writer& out, const std::vector<const http_downstream*>& downstreams) {
+  if (downstreams.empty()) return;
+  out.family("gateway_downstream_retries_total", "counter",
+             "Retries started (another attempt after a failed one), within the retry budget.");
+  for (const auto* d : downstreams)
+    out.sample("gateway_downstream_retries_total", {{"downstream", d->name()}},
+               static_cast<double>(d->retries()));
+  out.family("gateway_downstream_hedges_total", "counter",
+             "Hedges started (a second attempt beside a slow first one), within the hedge budget.");
+  for (const auto* d : downstreams)
+    out.sample("gateway_downstream_hedges_total", {{"downstream", d->name()}},
+               static_cast<double>(d->hedges()));
+}
+
 // One family with one unlabelled sample.
 void single(prometheus_writer& out, std::string_view name, std::string_view type, std::string_view help,
             double value) {
@@ -100,6 +115,7 @@ std::string render_exposition(const exposition_sources& from) {
            static_cast<double>(from.log->dropped()));
   }
   if (from.breakers) render_breakers(out, *from.breakers);
+  if (from.http_downstreams) render_attempts(out, *from.http_downstreams);
   render_databases(out, *from.databases);
   const auto p = read_process_stats();
   single(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",

@@ -12,6 +12,7 @@ namespace gateway {
 
 class access_log;
 class circuit_breaker;
+class http_downstream;
 class metrics_registry;
 class sql_downstream;
 
@@ -22,6 +23,7 @@ struct exposition_sources {
   const access_log* log = nullptr;   // null when access logging is off
   const std::vector<const sql_downstream*>* databases = nullptr;
   const std::vector<const circuit_breaker*>* breakers = nullptr;
+  const std::vector<const http_downstream*>* http_downstreams = nullptr;
 };
 
 std::string render_exposition(const exposition_sources& from);

@@ -41,7 +41,8 @@ admin_reply answer_admin(std::string_view path, const admin_sources& from) {
                                    .open_connections = from.state->connections.load(),
                                    .log = from.log,
                                    .databases = &from.databases,
-                                   .breakers = &from.breakers});
+                                   .breakers = &from.breakers,
+                                   .http_downstreams = &from.http_downstreams});
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(page)};
   }
   if (path == "/config") return {200, "application/json", from.config_json};

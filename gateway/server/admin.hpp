@@ -14,6 +14,7 @@ namespace gateway {
 
 class access_log;
 class circuit_breaker;
+class http_downstream;
 class heartbeat;
 class metrics_registry;
 class sql_downstream;
@@ -26,6 +27,7 @@ struct admin_sources {
   clock::duration stall_threshold{};             // admin.stall_threshold: a silent thread fails /livez
   std::vector<const sql_downstream*> databases;  // /readyz waits for them to connect
   std::vector<const circuit_breaker*> breakers;  // shown in /metrics
+  std::vector<const http_downstream*> http_downstreams;  // their retries and hedges, in /metrics
   const metrics_registry* metrics = nullptr;
   const access_log* log = nullptr;  // null when access logging is off
   std::string config_json;          // the effective configuration, rendered once

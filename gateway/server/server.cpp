@@ -55,6 +55,7 @@ struct server::impl {
   std::map<std::string, std::unique_ptr<downstream>> downstreams;
   std::vector<const sql_downstream*> sql_downstreams;
   std::vector<const circuit_breaker*> breakers;  // of the downstreams that have one, in config order
+  std::vector<const http_downstream*> http_downstreams;
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
@@ -72,7 +73,9 @@ void server::impl::build_downstreams(const std::vector<net::io_context*>& iocs) 
   for (const auto& d : config.downstreams) {
     auto& slot = downstreams[d.name];
     if (d.kind == downstream_kind::http) {
-      slot = std::make_unique<http_downstream>(d, iocs, resolver);
+      auto http = std::make_unique<http_downstream>(d, iocs, resolver);
+      http_downstreams.push_back(http.get());
+      slot = std::move(http);
     } else {
       std::unique_ptr<sql_downstream> sql;
       if (d.sql.driver == sql_driver::sqlite) {
@@ -160,6 +163,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.stall_threshold = cfg.admin.stall_threshold;
   view.databases = impl_->sql_downstreams;
   view.breakers = impl_->breakers;
+  view.http_downstreams = impl_->http_downstreams;
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
   view.config_json = effective_config_json(cfg).dump(2) + "\n";

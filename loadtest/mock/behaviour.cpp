@@ -6,7 +6,7 @@
 namespace mock {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, mode>, 12> modes = {{
+constexpr std::array<std::pair<std::string_view, mode>, 14> modes = {{
     {"ok", mode::ok},
     {"hang", mode::hang},
     {"fail", mode::fail},
@@ -19,6 +19,8 @@ constexpr std::array<std::pair<std::string_view, mode>, 12> modes = {{
     {"chunked", mode::chunked},
     {"interim", mode::interim},
     {"gzipchunked", mode::gzipchunked},
+    {"unavailable", mode::unavailable},
+    {"flaky", mode::flaky},
 }};
 
 }  // namespace
@@ -31,7 +33,8 @@ std::optional<mode> parse_mode(std::string_view text) {
 }
 
 std::string_view mode_names() {
-  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked|interim|gzipchunked";
+  return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked|interim|gzipchunked|unavailable|"
+         "flaky";
 }
 
 bool is_valid_path_name(std::string_view name) {

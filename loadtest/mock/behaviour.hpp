@@ -22,6 +22,8 @@ enum class mode {
   chunked,      // 200 like ok, in chunked transfer encoding, with the header fields of a real service
   interim,      // 103 Early Hints at once, then (after the delay) 200 like ok
   gzipchunked,  // 200 like chunked, but labelled "Transfer-Encoding: gzip, chunked" (the body is not gzip)
+  unavailable,  // 503 with a JSON error
+  flaky,        // the path's 1st, 3rd, 5th ... request like unavailable, the others like ok
 };
 
 struct behaviour {

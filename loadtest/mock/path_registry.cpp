@@ -96,6 +96,7 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.body = config.body;
   ++t.entry->total.requests;
   ++t.entry->by_endpoint[t.endpoint].requests;
+  if (t.how.how == mode::flaky) t.how.how = t.entry->total.requests % 2 == 1 ? mode::unavailable : mode::ok;
   t.entry->last_timeout_ms.assign(headers.timeout_ms);
   t.entry->last_request_id.assign(headers.request_id);
   t.entry->last_traceparent.assign(headers.traceparent);

@@ -129,6 +129,7 @@ class session {
       case mode::gzipchunked:
         return chunked(act, keep_alive, "gzip, chunked");
       case mode::fail:
+      case mode::unavailable:
         body = fail_body;
         break;
       case mode::garbage:
@@ -143,11 +144,13 @@ class session {
       case mode::ok:
       case mode::hang:
       case mode::interim:
+      case mode::flaky:  // resolved per request to ok or unavailable
         body = ok_body(act);
         break;
     }
     head_.clear();
-    append_head(head_, how.how == mode::fail ? 500 : 200, body.size(), keep_alive);
+    const unsigned status = how.how == mode::fail ? 500 : how.how == mode::unavailable ? 503 : 200;
+    append_head(head_, status, body.size(), keep_alive);
     return sent(act, write(head_, body)) && finish(keep_alive);
   }
 

@@ -2,6 +2,7 @@
 // downstream (answers stop waiting for the deadline), recovers through half-open probes, and says so in
 // metrics, logs and X-Degraded; what a client sees for each outcome of a required call.
 
+#include "tests/integration/metric_scrape.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/prometheus_text.hpp"
 
@@ -15,13 +16,6 @@ using namespace std::chrono_literals;
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-double metric(const gateway_process& gw, const std::string& name, const label_map& labels) {
-  const auto page = parse_exposition(http_get(gw.admin_port(), "/metrics").body);
-  INFO(text_of(page.problems));
-  CHECK(page.problems.empty());
-  return total(page, name, labels);
-}
 
 // A breaker that opens after three failures in a row and probes again after one second.
 const std::string quick_breaker =

@@ -176,6 +176,57 @@ TEST_CASE("a downstream's circuit breaker is on by default and read from circuit
   CHECK(shown["enabled"] == true);
 }
 
+TEST_CASE("an http downstream reads retry and hedge; retries are on and hedges off by default", "[config]") {
+  const auto defaults = load_config_text(good, "t.yaml");
+  REQUIRE(defaults.config);
+  const auto& d = defaults.config->downstreams[0];
+  CHECK(d.retry.attempts == 2);
+  CHECK(d.retry.on_status == std::vector<unsigned>{502, 503});
+  CHECK_FALSE(d.retry.on_reset);
+  CHECK_FALSE(d.hedge.enabled);
+
+  std::string text = good;
+  text.replace(
+      text.find("    max_connections: 16"), 23,
+      "    max_connections: 16\n    retry: {attempts: 3, on_status: [503, 429], on_reset: true, backoff: 0ms}"
+      "\n    hedge: {delay: p90, max_delay: 300ms}");
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.errors.empty());
+  const auto& c = r.config->downstreams[0];
+  CHECK(c.retry.attempts == 3);
+  CHECK(c.retry.on_status == std::vector<unsigned>{503, 429});
+  CHECK(c.retry.on_reset);
+  CHECK(c.retry.backoff.count() == 0);
+  CHECK(c.hedge.enabled);
+  CHECK(c.hedge.delay.count() == 0);
+  CHECK(c.hedge.percentile == 90);
+  CHECK(c.hedge.max_delay == std::chrono::milliseconds(300));
+  const auto shown = effective_config_json(*r.config)["downstreams"]["inventory"];
+  CHECK(shown["hedge"]["delay"] == "p90");
+  CHECK(shown["retry"]["on_status"] == nlohmann::json::array({503, 429}));
+}
+
+TEST_CASE("retry and hedge mistakes are reported where they are", "[config]") {
+  const std::string at = "    max_connections: 16";
+  SECTION("a status that is not one") {
+    const auto e = only_error(at, at + "\n    retry: {on_status: [5xx]}");
+    CHECK(e.line == 9);
+    CHECK_THAT(e.message, Catch::Contains("on_status"));
+  }
+  SECTION("no attempt at all") {
+    const auto e = only_error(at, at + "\n    retry: {attempts: 0}");
+    CHECK_THAT(e.message, Catch::Contains("attempts"));
+  }
+  SECTION("a delay that is neither a duration nor a percentile") {
+    const auto e = only_error(at, at + "\n    hedge: {delay: p100}");
+    CHECK_THAT(e.message, Catch::Contains("p50 to p99"));
+  }
+  SECTION("bounds the wrong way round") {
+    const auto e = only_error(at, at + "\n    hedge: {min_delay: 2s, max_delay: 1s}");
+    CHECK_THAT(e.message, Catch::Contains("min_delay must not exceed max_delay"));
+  }
+}
+
 TEST_CASE("circuit breaker and degraded_reason_field mistakes are reported where they are", "[config]") {
   SECTION("a percentage over 100") {
     const auto e = only_error("    max_connections: 16",

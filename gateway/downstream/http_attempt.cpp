@@ -1,0 +1,340 @@
+#include "gateway/downstream/http_attempt.hpp"
+
+#include "gateway/core/memory_budget.hpp"
+#include "gateway/downstream/http_call.hpp"
+#include "gateway/downstream/http_result.hpp"
+#include "gateway/downstream/retry_policy.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <utility>
+
+namespace gateway {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t response_header_limit = 16 * 1024;
+// Unparsed bytes a connection may hold: a header in progress, or a chunk header line (body bytes go to
+// the body as they are parsed).
+constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
+
+}  // namespace
+
+http_attempt* http_attempt::create(http_call& call, std::size_t slot, std::string_view head,
+                                   connection_pool& pool, std::size_t max_response_bytes,
+                                   clock::time_point deadline, clock::time_point now) {
+  return new http_attempt(call, slot, head, pool, max_response_bytes, deadline, now);
+}
+
+http_attempt::http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
+                           std::size_t max_response_bytes, clock::time_point deadline, clock::time_point now)
+    : call_(call),
+      slot_(slot),
+      head_(head),
+      pool_(pool),
+      max_response_bytes_(max_response_bytes),
+      deadline_(deadline),
+      started_(now) {}
+
+// The legal changes of state; any other is a bug:
+//   acquiring         -> queued | connecting | writing (an idle or handed-over connection) | finished
+//   queued            -> acquiring (handed a connection or a slot, timed out, or cancelled)
+//   connecting        -> connect_timed_out | writing | finished
+//   connect_timed_out -> finished
+//   writing           -> reading | acquiring (the retry on a new connection) | finished
+//   reading           -> acquiring (the retry) | finished
+//   finished          -> none: the attempt frees itself (free_if_done())
+constexpr bool http_attempt::legal(state from, state to) {
+  switch (from) {
+    case state::acquiring:
+      return to == state::queued || to == state::connecting || to == state::writing || to == state::finished;
+    case state::queued:
+      return to == state::acquiring;
+    case state::connecting:
+      return to == state::connect_timed_out || to == state::writing || to == state::finished;
+    case state::connect_timed_out:
+      return to == state::finished;
+    case state::writing:
+      return to == state::reading || to == state::acquiring || to == state::finished;
+    case state::reading:
+      return to == state::acquiring || to == state::finished;
+    case state::finished:
+      return false;
+  }
+  return false;
+}
+
+// The one place the state changes (asserting that the change is legal()), together with what a
+// cancellation interrupts in the new state.
+void http_attempt::enter(state next) {
+  assert(legal(state_, next));
+  switch (next) {
+    case state::queued:
+      hook_.emplace(cancel_, [this] { timer_->cancel(); });
+      break;
+    case state::writing:
+      input_waiting_ = false;
+      [[fallthrough]];
+    case state::connecting:
+      // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
+      hook_.emplace(cancel_, [this] { close_socket(); });
+      break;
+    case state::reading:
+      break;  // writing's hook goes on
+    case state::acquiring:
+    case state::connect_timed_out:
+    case state::finished:
+      hook_.reset();
+      break;
+  }
+  state_ = next;
+}
+
+// acquiring: an idle connection when `reuse` allows, else a new one in a free slot, else a place in the
+// pool's queue.
+void http_attempt::acquire(bool reuse) {
+  if (cancel_.cancelled()) return fail(net::error::operation_aborted, "cancelled");
+  if (reuse) {
+    if (auto conn = pool_.take_idle(started_)) return exchange(std::move(conn));
+  }
+  if (pool_.reserve_slot(!reuse)) return connect();
+  wait_for_connection();
+}
+
+void http_attempt::wait_for_connection() {
+  timer_.emplace(pool_.executor());
+  timer_->expires_at(deadline_);
+  waiter_ = {&*timer_, nullptr, false};
+  pool_.enqueue(waiter_);
+  enter(state::queued);
+  timer_->async_wait([this](const error_code&) { waited(); });
+}
+
+void http_attempt::waited() {
+  enter(state::acquiring);
+  pool_.dequeue(waiter_);
+  timer_.reset();  // its handler is this one
+  if (waiter_.conn) {
+    if (!cancel_.cancelled()) return exchange(std::move(waiter_.conn));
+    pool_.release(std::move(waiter_.conn), clock::now());  // pass it on to the next waiter
+    return fail(net::error::operation_aborted, "cancelled");
+  }
+  if (!waiter_.slot_freed) {
+    return fail(
+        cancel_.cancelled() ? error_code(net::error::operation_aborted) : error_code(net::error::timed_out),
+        "connect failed");
+  }
+  pool_.claim_freed_slot();
+  if (cancel_.cancelled()) {
+    pool_.release_slot();  // the freed slot goes to the next waiter
+    return fail(net::error::operation_aborted, "cancelled");
+  }
+  connect();
+}
+
+void http_attempt::exchange(connection_pool::handle conn) {
+  if (conn->stale) {  // the downstream closed it while it was being handed over
+    pool_.discard(std::move(conn));
+    return acquire(false);
+  }
+  conn_ = std::move(conn);
+  contacted_ = true;
+  write();
+}
+
+void http_attempt::connect() {
+  error_code unresolved;
+  conn_ = pool_.open(unresolved);
+  if (!conn_) return fail(unresolved, "host not resolved");
+  contacted_ = true;
+  enter(state::connecting);
+  // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
+  // Armed at most once per call: a retry follows only a failed reused connection, never a new one.
+  const auto limit = clock::now() + pool_.connect_timeout();
+  if (limit < deadline_) {
+    assert(!timer_);
+    timer_.emplace(pool_.executor(), limit);
+    timer_->async_wait([this](const error_code& ec) { connect_timer_ended(ec); });
+  }
+  conn_->socket.async_connect(conn_->remote, [this](const error_code& ec) { connected(ec); });
+}
+
+void http_attempt::connect_timer_ended(const error_code& ec) {
+  timer_.reset();  // its handler is this one
+  if (!ec && state_ == state::connecting) {
+    enter(state::connect_timed_out);
+    close_socket();
+  }
+  free_if_done();
+}
+
+void http_attempt::connected(error_code ec) {
+  if (timer_) timer_->cancel();
+  if (state_ == state::connect_timed_out) {
+    ec = net::error::timed_out;
+  } else if (!ec && cancel_.cancelled()) {
+    ec = net::error::operation_aborted;
+  }
+  if (ec) {
+    return exchange_failed(ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
+  }
+  error_code ignored;
+  conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
+  report_input_left(conn_->socket);
+  write();
+}
+
+void http_attempt::write() {
+  enter(state::writing);
+  parser_.emplace(max_response_bytes_, response_header_limit);
+  conn_->buffer.clear();
+  conn_->user = this;
+  if (!conn_->readiness.waiting()) conn_->readiness.wait(*conn_);
+  const auto sent =
+      ::send(conn_->socket.native_handle(), head_.data(), head_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (sent == static_cast<ssize_t>(head_.size())) return enter(state::reading);  // the answer is awaited
+  if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    return written(error_code(errno, boost::system::system_category()));
+  }
+  net::async_write(
+      conn_->socket,
+      net::buffer(head_.data(), head_.size()) + static_cast<std::size_t>(std::max<ssize_t>(sent, 0)),
+      [this](const error_code& ec, std::size_t) { written(ec); });
+}
+
+void http_attempt::written(const error_code& ec) {
+  if (ec) return exchange_failed(ec, "write failed");
+  // Fired while the write completed: don't read.
+  if (cancel_.cancelled()) return exchange_failed(net::error::operation_aborted, "cancelled");
+  enter(state::reading);
+  if (std::exchange(input_waiting_, false)) on_readable(error_code());
+}
+
+// The connection has input (or was closed under the call: `ec`). Reads until it is drained, parsing as
+// it goes; waits again when the answer is still incomplete.
+void http_attempt::on_readable(const error_code& ec) {
+  if (state_ == state::writing) {  // an early answer (or an error) waits until the request is written
+    input_waiting_ = !ec;
+    return;
+  }
+  if (ec) return read_failed(ec);
+  for (;;) {
+    auto& buffer = conn_->buffer;
+    const auto got = read_now(conn_->socket, buffer, 512);
+    if (got.ec == net::error::would_block) return conn_->readiness.wait(*conn_);
+    if (got.ec == net::error::eof) return end_of_stream();
+    if (got.ec) return read_failed(got.ec);
+    error_code parse_ec;
+    const auto data = buffer.data();
+    buffer.consume(
+        parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
+    if (parse_ec && parse_ec != http::error::need_more) return read_failed(parse_ec);
+    if (!charge_body()) return exchange_failed(http::error::buffer_overflow, "memory budget exhausted");
+    // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
+    if (parser_->is_done()) return answered(got.drained);
+    if (buffer.size() > read_buffer_limit) return read_failed(http::error::buffer_overflow);
+    if (got.drained) return conn_->readiness.wait(*conn_);
+  }
+}
+
+// Counts the answer's body buffer against the process's memory budget as it grows; false when the
+// budget has no room for it (the call then fails).
+bool http_attempt::charge_body() {
+  const auto capacity = parser_->body().capacity();
+  if (capacity <= charged_) return true;
+  if (!memory_budget::try_charge(capacity - charged_)) return false;
+  charged_ = capacity;
+  return true;
+}
+
+// The downstream closed the connection: the end of an answer without a length, or a failure.
+void http_attempt::end_of_stream() {
+  if (!parser_->got_some()) return read_failed(http::error::end_of_stream);
+  error_code ec;
+  parser_->put_eof(ec);
+  if (ec) return read_failed(ec);
+  answered(false);  // closed: never reused
+}
+
+// The whole answer is in: the connection goes back to the pool when nothing followed it (`drained`).
+void http_attempt::answered(bool drained) {
+  const auto now = clock::now();
+  if (parser_->keep_alive() && drained && conn_->buffer.size() == 0) {
+    pool_.release(std::move(conn_), now);
+  } else {
+    pool_.discard(std::move(conn_));
+  }
+  // Built only now: a call in flight does not carry a result.
+  finish(answer_result(parser_->status(), std::move(parser_->body())), now);
+}
+
+void http_attempt::read_failed(const error_code& ec) {
+  exchange_failed(ec, ec == http::error::body_limit ? "body too large" : "read failed");
+}
+
+// The exchange on conn_ failed: the connection is closed, and the attempt either tries a new one
+// (retry_policy: a stale pooled connection) or fails; a failure before any of the answer arrived may be
+// retried by the call (another attempt).
+void http_attempt::exchange_failed(const error_code& ec, const char* what) {
+  const bool answer_started = state_ == state::reading && parser_->got_some();
+  const bool retry = retry_on_new_connection({ec, conn_->reused, answer_started, cancel_.cancelled()});
+  pool_.discard(std::move(conn_));
+  if (!retry) {
+    const bool connecting = state_ == state::connecting || state_ == state::connect_timed_out;
+    if (cancel_.cancelled() || answer_started || ec == http::error::body_limit ||
+        ec == http::error::buffer_overflow) {
+      failure_ = report::failure::other;
+    } else {
+      failure_ = connecting ? report::failure::connect : report::failure::reset;
+    }
+    return fail(ec, what);
+  }
+  enter(state::acquiring);
+  acquire(false);
+}
+
+void http_attempt::fail(const error_code& ec, const char* what) {
+  finish(failure_result(ec, what, cancel_.cancelled()), clock::now());
+}
+
+// Hands the result to the call: the attempt's last act. Safe (direct_wake's rule) because it is reached
+// only as the last step of one of the attempt's own completion handlers (a timer, the connect, the write,
+// a readiness wait), or of start() while its caller touches nothing after it; and nothing of the attempt
+// is touched after the report: it is freed before, or kept (finished, without a cancel hook) only for the
+// connect timer's handler, which touches nothing else.
+void http_attempt::finish(call_result&& result, clock::time_point now) {
+  enter(state::finished);
+  result.latency = now - started_;
+  result.contacted = contacted_;
+  // The body now belongs to the result, which the fan-out counts until the answer is merged.
+  memory_budget::release(std::exchange(charged_, 0));
+  auto& call = call_;
+  const auto slot = slot_;
+  report r{std::move(result), failure_};
+  if (timer_) timer_->cancel();  // its handler, due at once, frees the attempt
+  free_if_done();
+  call.attempt_done(slot, std::move(r));
+}
+
+// The one place the attempt frees itself: it has reported, and no handler of its own is still to run.
+void http_attempt::free_if_done() {
+  if (state_ == state::finished && !timer_) delete this;
+}
+
+void http_attempt::close_socket() {
+  error_code ignored;
+  conn_->socket.close(ignored);
+}
+
+}  // namespace gateway
