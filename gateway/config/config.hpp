@@ -99,9 +99,10 @@ struct breaker_settings {
 
 // Retries of a failed HTTP call within its deadline. Retried: a connect that failed, an answer whose status
 // is in `on_status`, and with `on_reset` a connection reset or closed before any of the answer arrived
-// (the downstream may have acted on the request); never a call that was cancelled or ran out of time. A retry waits a jittered backoff (uniform in [0, backoff *
-// 2^(n-1)], at most max_backoff), starts only when time is left after it, and only within the retry
-// budget: retries in flight at most budget_percent of the downstream's calls in flight, or budget_min.
+// (the downstream may have acted on the request); never a call that was cancelled or ran out of time. A retry
+// waits a jittered backoff (uniform in [0, backoff * 2^(n-1)], at most max_backoff), starts only when time is
+// left after it, and only within the retry budget: retries in flight at most budget_percent of the
+// downstream's calls in flight, or budget_min.
 struct retry_settings {
   unsigned attempts = 2;  // per call, the first included; 1: no retries
   std::vector<unsigned> on_status{502, 503};
@@ -125,6 +126,22 @@ struct hedge_settings {
   unsigned budget_percent = 10;
 };
 
+// Outlier ejection across a downstream's endpoints, on each I/O thread: an endpoint whose calls failed
+// `consecutive_failures` times in a row is left out of the balancing for base_time, the n-th time n times
+// as long (at most max_time), and then comes back; never more than max_percent of the endpoints at once
+// (so a downstream with one endpoint never ejects it).
+struct ejection_settings {
+  unsigned consecutive_failures = 5;  // 0: off
+  microseconds base_time = std::chrono::seconds(10);
+  microseconds max_time = std::chrono::seconds(300);
+  unsigned max_percent = 50;
+};
+
+struct endpoint_address {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
 struct downstream_settings {
   std::string name;
   downstream_kind kind = downstream_kind::http;
@@ -138,6 +155,10 @@ struct downstream_settings {
   std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
   microseconds dns_refresh = std::chrono::seconds(30);   // a host name is resolved again this often
+  // http: where calls go, balanced (power of two choices on calls in flight): every address the url's
+  // host resolves to, or every address of every entry here when there are some.
+  std::vector<endpoint_address> endpoints;
+  ejection_settings ejection;  // http
   breaker_settings breaker;
   retry_settings retry;  // http
   hedge_settings hedge;  // http

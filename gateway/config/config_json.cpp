@@ -24,6 +24,14 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     j["max_connections"] = d.max_connections;
     j["idle_timeout"] = format_duration(d.idle_timeout);
     j["dns_refresh"] = format_duration(d.dns_refresh);
+    if (!d.endpoints.empty()) {
+      j["endpoints"] = nlohmann::json::array();
+      for (const auto& e : d.endpoints) j["endpoints"].push_back(format_listen({e.host, e.port}));
+    }
+    j["outlier_ejection"] = {{"consecutive_failures", d.ejection.consecutive_failures},
+                             {"base_time", format_duration(d.ejection.base_time)},
+                             {"max_time", format_duration(d.ejection.max_time)},
+                             {"max_percent", d.ejection.max_percent}};
     j["retry"] = {{"attempts", d.retry.attempts},
                   {"on_status", d.retry.on_status},
                   {"on_reset", d.retry.on_reset},

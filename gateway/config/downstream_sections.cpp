@@ -93,6 +93,33 @@ void read_retry(config_parse_state& state, const YAML::Node& node, downstream_se
   r.finish();
 }
 
+void read_ejection(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
+  auto& e = d.ejection;
+  yaml_reader r(node, state.errors, "downstream '" + d.name + "'.outlier_ejection");
+  r.unsigned_int("consecutive_failures", e.consecutive_failures, 0, 1'000'000);
+  r.duration("base_time", e.base_time);
+  r.duration("max_time", e.max_time);
+  r.unsigned_int("max_percent", e.max_percent, 0, 100);
+  if (e.base_time > e.max_time) r.error_at("base_time", "base_time must not exceed max_time");
+  r.finish();
+}
+
+void read_endpoints(yaml_reader& r, downstream_settings& d) {
+  std::vector<std::string> listed;
+  if (!r.string_list("endpoints", listed)) return;
+  for (const auto& text : listed) {
+    auto parts = split_host_port(text);
+    endpoint_address a;
+    if (!parts || parts->first.empty() || !parse_port(parts->second, 1, a.port).empty()) {
+      r.error_at("endpoints", "an endpoint must be host:port, not '" + text + "'");
+      return;
+    }
+    a.host = std::move(parts->first);
+    d.endpoints.push_back(std::move(a));
+  }
+  if (d.endpoints.size() > 256) r.error_at("endpoints", "at most 256 endpoints");
+}
+
 void read_hedge(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
   auto& h = d.hedge;
   h.enabled = true;  // a hedge section turns hedging on unless it says otherwise
@@ -146,6 +173,8 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       r.duration("idle_timeout", d.idle_timeout);
       if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
         r.error_at("dns_refresh", "dns_refresh must be at least 1s");
+      read_endpoints(r, d);
+      if (auto e = r.section("outlier_ejection")) read_ejection(state, *e, d);
       if (auto rt = r.section("retry")) read_retry(state, *rt, d);
       if (auto h = r.section("hedge")) read_hedge(state, *h, d);
     }

@@ -67,7 +67,7 @@ void connection_pool::dequeue(waiter& w) {
 
 void connection_pool::release(handle conn, clock::time_point now) {
   // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
-  if (!conn->socket.is_open() || conn->stale || !current(*conn)) {
+  if (retired_ || !conn->socket.is_open() || conn->stale || !current(*conn)) {
     discard(std::move(conn));
     return;
   }

@@ -84,6 +84,12 @@ class connection_pool {
   // Closes a connection (failed or unfinished exchange) and frees its slot.
   void discard(handle conn);
   void close_idle();
+  // The pool's address is no longer the downstream's: idle connections are closed now, and connections
+  // given back later are closed instead of kept.
+  void retire() {
+    retired_ = true;
+    close_idle();
+  }
 
  private:
   void idle_readable(connection& conn);
@@ -96,6 +102,7 @@ class connection_pool {
   std::size_t cap_;
   microseconds connect_timeout_;
   microseconds idle_timeout_;
+  bool retired_ = false;
   std::size_t open_ = 0;
   std::size_t reserved_ = 0;  // slots promised to woken waiters that have not connected yet
   std::vector<handle> idle_;  // most recently used last

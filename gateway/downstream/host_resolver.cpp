@@ -22,14 +22,22 @@ std::string to_text(const tcp::endpoint& e) {
 
 std::optional<tcp::endpoint> resolved_address::get() const {
   std::lock_guard lock(mutex_);
-  return endpoint_;
+  if (endpoints_.empty()) return std::nullopt;
+  return endpoints_.front();
 }
 
-bool resolved_address::set(const tcp::endpoint& endpoint) {
+std::vector<tcp::endpoint> resolved_address::all() const {
   std::lock_guard lock(mutex_);
-  if (endpoint_ == endpoint) return false;
-  endpoint_ = endpoint;
-  generation_.fetch_add(1, std::memory_order_relaxed);
+  return endpoints_;
+}
+
+bool resolved_address::set(std::vector<tcp::endpoint> endpoints) {
+  std::sort(endpoints.begin(), endpoints.end());
+  endpoints.erase(std::unique(endpoints.begin(), endpoints.end()), endpoints.end());
+  std::lock_guard lock(mutex_);
+  if (endpoints_ == endpoints) return false;
+  endpoints_ = std::move(endpoints);
+  generation_.fetch_add(1, std::memory_order_release);
   return true;
 }
 
@@ -116,18 +124,19 @@ void host_resolver::resolve(state& st, entry& e) {
     return;
   }
   // IPv4 preferred: "localhost" and dual-stack names then mean what most services listen on.
-  auto chosen = results.begin();
-  for (auto it = results.begin(); it != results.end(); ++it) {
-    if (it->endpoint().address().is_v4()) {
-      chosen = it;
-      break;
-    }
+  const bool any_v4 = std::any_of(results.begin(), results.end(),
+                                  [](const auto& r) { return r.endpoint().address().is_v4(); });
+  std::vector<tcp::endpoint> endpoints;
+  for (const auto& r : results) {
+    if (r.endpoint().address().is_v4() == any_v4) endpoints.push_back(r.endpoint());
   }
-  const auto endpoint = chosen->endpoint();
   const bool had = e.address->get().has_value();
-  if (e.address->set(endpoint) || e.failing) {
+  if (e.address->set(endpoints) || e.failing) {
+    const auto now_all = e.address->all();
+    std::string listed;
+    for (const auto& a : now_all) listed += (listed.empty() ? "" : ", ") + to_text(a);
     spdlog::info("downstream '{}': {} {} {}", e.owner, e.host, had ? "now resolves to" : "resolves to",
-                 to_text(endpoint));
+                 listed);
   }
   e.failing = false;
   e.retry = first_retry;

@@ -3,8 +3,9 @@
 // start and again every `refresh` interval (after a failure: retried after 1 s, backing off to the
 // interval), so a name that does not resolve yet, such as a Service created after the gateway, or an
 // address that changes is picked up without a restart. Until a name first resolves, calls to it fail at
-// once (their entries fall back); after a failed refresh the last known address stays in use. Of several
-// addresses, the first IPv4 one is used.
+// once (their entries fall back); after a failed refresh the last known addresses stay in use. A name's
+// addresses are all of its IPv4 ones (all IPv6 ones when it has no IPv4 address): each is an endpoint of
+// the downstream, balanced by its lanes (a Kubernetes headless Service lists its pods this way).
 // getaddrinfo blocks, so it never runs on an I/O thread.
 
 #include "gateway/core/duration.hpp"
@@ -26,18 +27,20 @@ namespace gateway {
 class resolved_address {
  public:
   resolved_address() = default;
-  explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoint_(fixed) {}
+  explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoints_{fixed} {}
 
-  // The current address; nullopt while the name has never resolved.
+  // The first current address; nullopt while the name has never resolved.
   std::optional<boost::asio::ip::tcp::endpoint> get() const;
-  // Changes whenever the address does: connections opened under an older generation are not reused.
-  std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
-  // Returns true when the address changed.
-  bool set(const boost::asio::ip::tcp::endpoint& endpoint);
+  // Every current address, sorted; empty while the name has never resolved.
+  std::vector<boost::asio::ip::tcp::endpoint> all() const;
+  // Changes whenever the addresses do (read without a lock on every call, to notice a change).
+  std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // Returns true when the addresses changed.
+  bool set(std::vector<boost::asio::ip::tcp::endpoint> endpoints);
 
  private:
   mutable std::mutex mutex_;
-  std::optional<boost::asio::ip::tcp::endpoint> endpoint_;
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints_;
   std::atomic<std::uint64_t> generation_{0};
 };
 

@@ -26,7 +26,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       cancel_(*request.cancel),
       deadline_(request.deadline),
       started_(request.now),
-      timer_(lane.pool().executor()) {
+      timer_(lane.executor()) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
@@ -55,29 +55,49 @@ void http_call::start_attempt(bool retry) {
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
   ++attempts_;
   retry_slot_[slot] = retry && reserved;
-  const auto& settings = lane_.settings();
   const auto now = retry ? clock::now() : started_;
-  auto* attempt =
-      http_attempt::create(*this, slot, head_, lane_.pool(), settings.max_response_bytes, deadline_, now);
-  live_[slot] = attempt;
-  if (!retry && settings.hedge.enabled) {
+  if (!launch(slot, now, last_failed_)) {  // no address yet
+    if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
+    return report(failure_result(net::error::host_not_found, "host not resolved", false));
+  }
+  if (!retry && lane_.settings().hedge.enabled) {
     const auto due = now + lane_.hedge_delay();
     if (due < deadline_) arm_timer(timer_use::hedge, due);
   }
-  attempt->begin();
+  live_[slot]->begin();
 }
 
-// The hedge: a second attempt beside the first, which goes on.
+// The hedge: a second attempt beside the first, which goes on, on another endpoint where there is one.
 void http_call::start_hedge() {
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
-  auto* attempt = http_attempt::create(*this, slot, head_, lane_.pool(), lane_.settings().max_response_bytes,
-                                       deadline_, clock::now());
-  live_[slot] = attempt;
-  attempt->begin();
+  if (!launch(slot, clock::now(), endpoint_[1 - slot])) return;
+  live_[slot]->begin();
+}
+
+// Picks the endpoint and creates the attempt in `slot` (begin() is the caller's last act); false when the
+// downstream has no address.
+bool http_call::launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid) {
+  auto* endpoint = lane_.pick(now, avoid);
+  if (endpoint == nullptr) return false;
+  endpoint_[slot] = endpoint;
+  live_[slot] = http_attempt::create(*this, slot, head_, endpoint->pool, lane_.settings().max_response_bytes,
+                                     deadline_, now);
+  return true;
 }
 
 void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   live_[slot] = nullptr;
+  // Against the endpoint: a failure it caused (a failed connect, a reset, a 5xx, no answer by the deadline),
+  // not a cancellation (another attempt won, the client left) nor a 4xx.
+  const auto& res = r.result;
+  const bool deadline = sink_ != nullptr && cancel_.reason() == cancel_reason::deadline;
+  const bool failed = res.contacted &&
+                      (res.outcome == call_outcome::error || res.outcome == call_outcome::timeout ||
+                       (res.outcome == call_outcome::cancelled && deadline)) &&
+                      (res.status == 0 || res.status >= 500 || (res.status >= 200 && res.status < 300));
+  auto* endpoint = std::exchange(endpoint_[slot], nullptr);
+  if (failed) last_failed_ = endpoint;
+  lane_.attempt_ended(*endpoint, failed, clock::now());
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
   if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended

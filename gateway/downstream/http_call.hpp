@@ -55,6 +55,7 @@ class http_call {
 
   void start_attempt(bool retry);
   void start_hedge();
+  bool launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid);
   void arm_timer(timer_use use, clock::time_point due);
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
@@ -73,10 +74,12 @@ class http_call {
   std::string head_long_;
   char head_inline_[256];
 
-  std::array<http_attempt*, 2> live_{};  // attempts still to report, by slot
-  std::array<bool, 2> retry_slot_{};     // the attempt in that slot holds a place in the retry budget
-  unsigned attempts_ = 0;                // started so far (the hedge not counted)
-  bool retry_reserved_ = false;          // a place in the retry budget, held for the backoff's retry
+  std::array<http_attempt*, 2> live_{};             // attempts still to report, by slot
+  std::array<http_lane::endpoint*, 2> endpoint_{};  // where each live attempt goes
+  http_lane::endpoint* last_failed_ = nullptr;      // a retry avoids it (compared, never used)
+  std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
+  unsigned attempts_ = 0;             // started so far (the hedge not counted)
+  bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry
   bool contacted_ = false;
   std::optional<call_result> failure_;  // the last failure, reported when nothing better comes
 

@@ -13,7 +13,14 @@ http_downstream::http_downstream(const downstream_settings& settings,
                                  const std::vector<boost::asio::io_context*>& workers,
                                  host_resolver& resolver)
     : settings_(settings), head_(settings_) {
-  const auto address = resolver.add(settings_.name, settings_.host, settings_.port, settings_.dns_refresh);
+  // Where calls go: the url's host, or each configured endpoint; every address of each is an endpoint.
+  std::vector<std::shared_ptr<const resolved_address>> sources;
+  if (settings_.endpoints.empty()) {
+    sources.push_back(resolver.add(settings_.name, settings_.host, settings_.port, settings_.dns_refresh));
+  }
+  for (const auto& e : settings_.endpoints) {
+    sources.push_back(resolver.add(settings_.name, e.host, e.port, settings_.dns_refresh));
+  }
   // Each I/O thread keeps an equal share, at least one: fewer connections than threads would be exceeded.
   if (settings_.max_connections < workers.size()) {
     throw std::runtime_error("downstream '" + settings_.name + "': max_connections " +
@@ -23,7 +30,7 @@ http_downstream::http_downstream(const downstream_settings& settings,
   }
   const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
   for (auto* ioc : workers) {
-    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), address, per_worker, settings_));
+    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_));
   }
 }
 
@@ -40,6 +47,16 @@ std::uint64_t http_downstream::retries() const {
   return n;
 }
 
+std::uint64_t http_downstream::ejections() const {
+  std::uint64_t n = 0;
+  for (const auto& lane : lanes_) n += lane->ejections();
+  return n;
+}
+
+unsigned http_downstream::endpoint_count() const {
+  return lanes_.empty() ? 0 : lanes_.front()->endpoint_count();
+}
+
 std::uint64_t http_downstream::hedges() const {
   std::uint64_t n = 0;
   for (const auto& lane : lanes_) n += lane->hedges();
@@ -47,7 +64,7 @@ std::uint64_t http_downstream::hedges() const {
 }
 
 void http_downstream::close_idle(std::size_t worker) {
-  lanes_.at(worker)->pool().close_idle();
+  lanes_.at(worker)->close_idle();
 }
 
 }  // namespace gateway

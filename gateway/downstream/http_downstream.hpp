@@ -1,7 +1,8 @@
 #pragma once
-// An HTTP/1.1 downstream: GET requests over keep-alive connections, one pool per I/O thread (each
-// thread's pool holds at most max_connections / threads connections, so the total stays under the cap
-// without a lock on the hot path). A host name is resolved in the background (host_resolver).
+// An HTTP/1.1 downstream: GET requests over keep-alive connections, one lane per I/O thread (http_lane:
+// the thread's endpoints, one per address, each with its own pool of at most max_connections / threads
+// connections, so that no lock is needed on the hot path). Host names are resolved in the background
+// (host_resolver).
 // A call (http_call) answers ok only for a 2xx response whose body is a JSON object within
 // max_response_bytes.
 
@@ -36,6 +37,8 @@ class http_downstream final : public downstream {
   // Retries and hedges started so far, over every I/O thread (for the metrics; any thread).
   std::uint64_t retries() const;
   std::uint64_t hedges() const;
+  std::uint64_t ejections() const;  // endpoint ejections, summed over the I/O threads
+  unsigned endpoint_count() const;  // addresses it balances over now
 
  private:
   downstream_settings settings_;

@@ -1,5 +1,8 @@
 #include "gateway/downstream/http_lane.hpp"
 
+#include <spdlog/spdlog.h>
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 
 namespace gateway {
@@ -12,11 +15,124 @@ constexpr std::size_t recompute_every = 16;
 
 }  // namespace
 
-http_lane::http_lane(boost::asio::any_io_executor ex, std::shared_ptr<const resolved_address> address,
-                     std::size_t cap, const downstream_settings& settings)
-    : pool_(std::move(ex), std::move(address), cap, settings.connect_timeout, settings.idle_timeout),
+http_lane::endpoint::endpoint(const boost::asio::any_io_executor& ex,
+                              const boost::asio::ip::tcp::endpoint& to, std::size_t cap,
+                              const downstream_settings& settings)
+    : address(to),
+      pool(ex, std::make_shared<resolved_address>(to), cap, settings.connect_timeout, settings.idle_timeout) {
+}
+
+http_lane::http_lane(boost::asio::any_io_executor ex,
+                     std::vector<std::shared_ptr<const resolved_address>> sources, std::size_t cap,
+                     const downstream_settings& settings)
+    : ex_(std::move(ex)),
+      sources_(std::move(sources)),
+      cap_(cap),
       settings_(settings),
       random_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this))) {}
+
+http_lane::endpoint* http_lane::pick(clock::time_point now, const endpoint* avoid) {
+  refresh();
+  if (endpoints_.size() == 1) {  // the usual case: one address
+    auto& only = *endpoints_.front();
+    if (only.removed) return nullptr;
+    ++only.in_flight;
+    return &only;
+  }
+  boost::container::small_vector<endpoint*, 16> candidates;
+  const auto gather = [&](bool ejected_too, bool avoid_too) {
+    for (auto& e : endpoints_) {
+      if (e->removed || (!ejected_too && now < e->ejected_until) || (!avoid_too && e.get() == avoid))
+        continue;
+      candidates.push_back(e.get());
+    }
+  };
+  gather(false, false);
+  if (candidates.empty()) gather(true, false);
+  if (candidates.empty()) gather(true, true);
+  if (candidates.empty()) return nullptr;
+  endpoint* chosen = candidates.front();
+  if (candidates.size() > 1) {
+    std::uniform_int_distribution<std::size_t> any(0, candidates.size() - 1);
+    const auto a = any(random_);
+    auto b = any(random_);
+    if (b == a) b = (a + 1) % candidates.size();
+    chosen = candidates[b]->in_flight < candidates[a]->in_flight ? candidates[b] : candidates[a];
+  }
+  ++chosen->in_flight;
+  return chosen;
+}
+
+void http_lane::attempt_ended(endpoint& e, bool failed, clock::time_point now) {
+  --e.in_flight;
+  if (!failed) {
+    e.failures = 0;
+    return;
+  }
+  const auto limit = settings_.ejection.consecutive_failures;
+  if (limit == 0 || e.removed || ++e.failures < limit) return;
+  e.failures = 0;
+  if (now >= e.ejected_until) eject(e, now);
+}
+
+// Leaves `e` out of the balancing for a while, unless that would take more than max_percent of the
+// endpoints out at once.
+void http_lane::eject(endpoint& e, clock::time_point now) {
+  std::size_t live = 0;
+  std::size_t ejected = 0;
+  for (const auto& other : endpoints_) {
+    if (other->removed) continue;
+    ++live;
+    if (now < other->ejected_until) ++ejected;
+  }
+  if ((ejected + 1) * 100 > live * settings_.ejection.max_percent) return;
+  const auto& ej = settings_.ejection;
+  ++e.ejections;
+  const auto length = std::min<clock::duration>(clock::duration(ej.base_time) * e.ejections, ej.max_time);
+  e.ejected_until = now + length;
+  ejections_total_.store(ejections_total_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  spdlog::warn("downstream '{}': endpoint {}:{} ejected for {} ms after {} failures in a row", settings_.name,
+               e.address.address().to_string(), e.address.port(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(length).count(),
+               ej.consecutive_failures);
+}
+
+void http_lane::close_idle() {
+  for (auto& e : endpoints_) e->pool.close_idle();
+}
+
+// Follows the sources' addresses: new ones get an endpoint, gone ones are retired; retired endpoints that
+// no attempt uses any more are freed.
+void http_lane::refresh() {
+  std::uint64_t generation = 0;
+  for (const auto& source : sources_) generation += source->generation();
+  if (generation != seen_) {
+    seen_ = generation;
+    std::vector<boost::asio::ip::tcp::endpoint> now;
+    for (const auto& source : sources_) {
+      const auto all = source->all();
+      now.insert(now.end(), all.begin(), all.end());
+    }
+    std::sort(now.begin(), now.end());
+    now.erase(std::unique(now.begin(), now.end()), now.end());
+    for (auto& e : endpoints_) {
+      if (e->removed || std::binary_search(now.begin(), now.end(), e->address)) continue;
+      e->removed = true;
+      e->pool.retire();
+      ++retired_;
+    }
+    for (const auto& address : now) {
+      const bool known = std::any_of(endpoints_.begin(), endpoints_.end(),
+                                     [&](const auto& e) { return !e->removed && e->address == address; });
+      if (!known) endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_));
+    }
+    endpoint_count_.store(static_cast<unsigned>(now.size()), std::memory_order_relaxed);
+  }
+  if (retired_ == 0) return;
+  const auto before = endpoints_.size();
+  std::erase_if(endpoints_, [](const auto& e) { return e->removed && e->in_flight == 0; });
+  retired_ -= before - endpoints_.size();
+}
 
 void http_lane::call_started(clock::time_point now) {
   ++calls_;

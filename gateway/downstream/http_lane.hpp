@@ -1,7 +1,13 @@
 #pragma once
-// One I/O thread's share of an HTTP downstream: its connection pool and what the thread's calls decide
-// retries and hedges by (calls and retries in flight, recent hedges, recent good latencies). Owned by
-// http_downstream, one per I/O thread, and used only on that thread: no locking.
+// One I/O thread's share of an HTTP downstream: its endpoints (one per address, each with its own
+// connection pool), how attempts are spread over them (power of two choices on attempts in flight,
+// outlier ejection), and what the thread's calls decide retries and hedges by (calls and retries in
+// flight, recent hedges, recent good latencies). Owned by http_downstream, one per I/O thread, and used
+// only on that thread: no locking, except reading the metrics' counters.
+//
+// Endpoints follow the downstream's addresses (host_resolver): at each pick the lane checks whether any
+// changed (one atomic load per source); a new address gets an endpoint, one that went away is retired
+// (its idle connections closed, the rest closed as they come back) and freed once no attempt uses it.
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
 #include "gateway/config/config.hpp"
@@ -10,17 +16,41 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <vector>
 
 namespace gateway {
 
 class http_lane {
  public:
-  http_lane(boost::asio::any_io_executor ex, std::shared_ptr<const resolved_address> address, std::size_t cap,
-            const downstream_settings& settings);
+  struct endpoint {
+    endpoint(const boost::asio::any_io_executor& ex, const boost::asio::ip::tcp::endpoint& to,
+             std::size_t cap, const downstream_settings& settings);
 
-  connection_pool& pool() { return pool_; }
+    boost::asio::ip::tcp::endpoint address;
+    connection_pool pool;
+    unsigned in_flight = 0;  // attempts using it
+    unsigned failures = 0;   // in a row
+    unsigned ejections = 0;  // so far: the next lasts one base_time longer
+    clock::time_point ejected_until{};
+    bool removed = false;  // no longer an address of the downstream: retired, freed once unused
+  };
+
+  // `sources`: the url's host, or each configured endpoint; `cap`: connections per endpoint.
+  http_lane(boost::asio::any_io_executor ex, std::vector<std::shared_ptr<const resolved_address>> sources,
+            std::size_t cap, const downstream_settings& settings);
+
+  const boost::asio::any_io_executor& executor() const { return ex_; }
   const downstream_settings& settings() const { return settings_; }
+
+  // The endpoint for a new attempt: of those neither ejected nor `avoid` (another attempt's), the one
+  // with fewer attempts in flight of two picked at random; ejected ones and then `avoid` only when nothing
+  // else is left. Counted in flight until attempt_ended(). Null while the downstream has no address.
+  endpoint* pick(clock::time_point now, const endpoint* avoid);
+  // The attempt on `e` ended; `failed`: it failed in a way that counts against the endpoint.
+  void attempt_ended(endpoint& e, bool failed, clock::time_point now);
+  void close_idle();
 
   // A call starts and ends (every call, for the retry budget).
   void call_started(clock::time_point now);
@@ -41,14 +71,23 @@ class http_lane {
   // A uniformly random duration in [0, limit].
   clock::duration jitter(clock::duration limit);
 
-  // Retries and hedges started so far (read by the metrics on another thread).
+  // Retries, hedges and ejections so far, and the endpoints now (read by the metrics on another thread).
   std::uint64_t retries() const { return retries_total_.load(std::memory_order_relaxed); }
   std::uint64_t hedges() const { return hedges_total_.load(std::memory_order_relaxed); }
+  std::uint64_t ejections() const { return ejections_total_.load(std::memory_order_relaxed); }
+  unsigned endpoint_count() const { return endpoint_count_.load(std::memory_order_relaxed); }
 
  private:
   void roll_window(clock::time_point now);
+  void refresh();
+  void eject(endpoint& e, clock::time_point now);
 
-  connection_pool pool_;
+  boost::asio::any_io_executor ex_;
+  std::vector<std::shared_ptr<const resolved_address>> sources_;
+  std::uint64_t seen_ = ~std::uint64_t{0};  // the sum of the sources' generations at the last refresh
+  std::size_t cap_;
+  std::vector<std::unique_ptr<endpoint>> endpoints_;
+  std::size_t retired_ = 0;  // removed endpoints not freed yet
   const downstream_settings& settings_;
   unsigned calls_ = 0;
   unsigned retries_ = 0;
@@ -64,6 +103,8 @@ class http_lane {
   std::minstd_rand random_;
   std::atomic<std::uint64_t> retries_total_{0};
   std::atomic<std::uint64_t> hedges_total_{0};
+  std::atomic<std::uint64_t> ejections_total_{0};
+  std::atomic<unsigned> endpoint_count_{0};
 };
 
 }  // namespace gateway

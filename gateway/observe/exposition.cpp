@@ -82,6 +82,16 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
   for (const auto* d : downstreams)
     out.sample("gateway_downstream_retries_total", {{"downstream", d->name()}},
                static_cast<double>(d->retries()));
+  out.family(
+      "gateway_endpoint_ejections_total", "counter",
+      "Endpoints left out of the balancing after failures in a row (outlier ejection), per I/O thread.");
+  for (const auto* d : downstreams)
+    out.sample("gateway_endpoint_ejections_total", {{"downstream", d->name()}},
+               static_cast<double>(d->ejections()));
+  out.family("gateway_downstream_endpoints", "gauge", "Addresses a downstream's calls are balanced over.");
+  for (const auto* d : downstreams)
+    out.sample("gateway_downstream_endpoints", {{"downstream", d->name()}},
+               static_cast<double>(d->endpoint_count()));
   out.family("gateway_downstream_hedges_total", "counter",
              "Hedges started (a second attempt beside a slow first one), within the hedge budget.");
   for (const auto* d : downstreams)

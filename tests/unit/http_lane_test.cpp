@@ -7,18 +7,30 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <vector>
+
 using namespace gateway;
 using namespace std::chrono_literals;
 
 namespace {
 
+using tcp = boost::asio::ip::tcp;
+
+tcp::endpoint local(std::uint16_t port) {
+  return {boost::asio::ip::make_address("127.0.0.1"), port};
+}
+
+std::vector<std::shared_ptr<const resolved_address>> fixed(std::initializer_list<std::uint16_t> ports) {
+  std::vector<std::shared_ptr<const resolved_address>> sources;
+  for (auto port : ports) sources.push_back(std::make_shared<resolved_address>(local(port)));
+  return sources;
+}
+
 struct lane_fixture {
-  explicit lane_fixture(downstream_settings s)
-      : settings(std::move(s)),
-        lane(ioc.get_executor(),
-             std::make_shared<resolved_address>(
-                 boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 9)),
-             4, settings) {}
+  explicit lane_fixture(downstream_settings s,
+                        std::vector<std::shared_ptr<const resolved_address>> sources = fixed({9}))
+      : settings(std::move(s)), lane(ioc.get_executor(), std::move(sources), 4, settings) {}
 
   boost::asio::io_context ioc;
   downstream_settings settings;
@@ -97,4 +109,102 @@ TEST_CASE("http lane: the backoff's jitter stays within its limit") {
     CHECK(j <= 10ms);
   }
   CHECK(f.lane.jitter(clock::duration(0)) == clock::duration(0));
+}
+
+TEST_CASE("http lane: attempts spread over the endpoints by attempts in flight") {
+  lane_fixture f(downstream_settings{}, fixed({9001, 9002, 9003}));
+  const auto now = clock::now();
+  std::map<std::uint16_t, int> picked;
+  std::vector<http_lane::endpoint*> held;
+  for (int i = 0; i < 30; ++i) {
+    auto* e = f.lane.pick(now, nullptr);
+    REQUIRE(e != nullptr);
+    ++picked[e->address.port()];
+    held.push_back(e);
+  }
+  // Power of two choices on attempts in flight: with every pick held, they stay within a few of each other.
+  REQUIRE(picked.size() == 3);
+  for (const auto& [port, n] : picked) CHECK(n >= 7);
+  CHECK(f.lane.endpoint_count() == 3);
+  // `avoid` is left out while another is there.
+  for (int i = 0; i < 20; ++i) CHECK(f.lane.pick(now, held[0]) != held[0]);
+}
+
+TEST_CASE("http lane: an endpoint failing in a row is ejected, for longer each time, and comes back") {
+  downstream_settings s;
+  s.ejection.consecutive_failures = 3;
+  s.ejection.base_time = 1s;
+  lane_fixture f(s, fixed({9001, 9002, 9003}));
+  const auto now = clock::now();
+  auto* bad = f.lane.pick(now, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ++bad->in_flight;
+    f.lane.attempt_ended(*bad, true, now);
+  }
+  f.lane.attempt_ended(*bad, false, now);  // the pick's own
+  CHECK(f.lane.ejections() == 1);
+  for (int i = 0; i < 30; ++i) {
+    auto* e = f.lane.pick(now + 500ms, nullptr);
+    CHECK(e != bad);
+    f.lane.attempt_ended(*e, false, now);
+  }
+  bool back = false;
+  for (int i = 0; i < 30 && !back; ++i) {
+    auto* e = f.lane.pick(now + 1100ms, nullptr);
+    back = e == bad;
+    f.lane.attempt_ended(*e, false, now);
+  }
+  CHECK(back);
+  // The second ejection lasts twice as long.
+  for (int i = 0; i < 3; ++i) {
+    ++bad->in_flight;
+    f.lane.attempt_ended(*bad, true, now + 2s);
+  }
+  CHECK(f.lane.ejections() == 2);
+  CHECK(bad->ejected_until == now + 2s + 2s);
+}
+
+TEST_CASE("http lane: never more than max_percent of the endpoints are ejected; a lone endpoint never is") {
+  downstream_settings s;
+  s.ejection.consecutive_failures = 1;
+  s.ejection.max_percent = 50;
+  SECTION("two endpoints: one may go, not both") {
+    lane_fixture f(s, fixed({9001, 9002}));
+    const auto now = clock::now();
+    auto* a = f.lane.pick(now, nullptr);
+    auto* b = f.lane.pick(now, a);
+    f.lane.attempt_ended(*a, true, now);
+    f.lane.attempt_ended(*b, true, now);
+    CHECK(f.lane.ejections() == 1);
+  }
+  SECTION("one endpoint") {
+    lane_fixture f(s);
+    const auto now = clock::now();
+    auto* only = f.lane.pick(now, nullptr);
+    f.lane.attempt_ended(*only, true, now);
+    CHECK(f.lane.ejections() == 0);
+    CHECK(f.lane.pick(now, nullptr) == only);
+  }
+}
+
+TEST_CASE("http lane: endpoints follow the addresses; a gone one is retired and freed once unused") {
+  auto source = std::make_shared<resolved_address>();
+  lane_fixture f(downstream_settings{}, {source});
+  const auto now = clock::now();
+  CHECK(f.lane.pick(now, nullptr) == nullptr);  // not resolved yet
+  source->set({local(9001), local(9002)});
+  auto* first = f.lane.pick(now, nullptr);
+  REQUIRE(first != nullptr);
+  CHECK(f.lane.endpoint_count() == 2);
+  const auto kept = static_cast<std::uint16_t>(first->address.port() == 9001 ? 9002 : 9001);
+  source->set({local(kept)});
+  for (int i = 0; i < 10; ++i) {
+    auto* e = f.lane.pick(now, nullptr);
+    REQUIRE(e != nullptr);
+    CHECK(e->address.port() == kept);
+    f.lane.attempt_ended(*e, false, now);
+  }
+  CHECK(first->removed);  // still in use by its attempt: retired, not freed
+  f.lane.attempt_ended(*first, false, now);
+  CHECK(f.lane.endpoint_count() == 1);
 }
