@@ -52,6 +52,19 @@ call_request fanout::make_request(std::size_t index, std::string& target) {
   return req;
 }
 
+// What a call asks, as the key of its last good answer: an HTTP call's target, else (SQL) its parameters.
+std::string fanout::stale_key(const call_request& call) {
+  if (!call.target.empty()) return std::string(call.target);
+  std::string key = "?";
+  if (call.params != nullptr) {
+    for (const auto& value : *call.params) {
+      key += value;
+      key += '\x1f';
+    }
+  }
+  return key;
+}
+
 void fanout::call_finished(std::size_t index, call_result&& result) {
   if (result.outcome == call_outcome::cancelled && cancels_[index].reason() == cancel_reason::deadline) {
     result.outcome = call_outcome::timeout;
@@ -64,7 +77,8 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   if (request_->metrics)
     request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
                                  result.latency);
-  const bool settles = request_->route->calls[index].required && !result.ok();
+  keep_or_serve_stale(index, result);
+  const bool settles = request_->route->calls[index].required && !result.has_body();
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.
   const auto bytes = result.body.text.capacity();
   memory_budget::force_charge(bytes);
@@ -83,6 +97,21 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     wake_.notify();
   } else {
     wake_.resume_now();
+  }
+}
+
+// stale_if_error: a good answer is kept for its target; a failed call (not one cancelled because nobody
+// needs it any more) gets the last good answer for its target instead, if there is one young enough.
+void fanout::keep_or_serve_stale(std::size_t index, call_result& result) {
+  auto* cache = (*request_->targets)[index]->stale();
+  if (cache == nullptr) return;
+  const auto& key = stale_keys_[index];
+  if (result.ok()) return cache->put(key, result.body, clock::now());
+  if (result.outcome == call_outcome::cancelled) return;
+  if (auto body = cache->get(key, clock::now())) {
+    result.body = std::move(*body);
+    result.outcome = call_outcome::stale;
+    result.detail = "stale";
   }
 }
 
@@ -123,7 +152,9 @@ void fanout::start_call(std::size_t index) {
     // so one buffer per thread serves every call without an allocation each.
     thread_local std::string target_text;
     target_text.clear();
-    if (target->start(make_request(index, target_text), *this, index)) return;
+    const auto call = make_request(index, target_text);
+    if (target->stale() != nullptr) stale_keys_[index] = stale_key(call);
+    if (target->start(call, *this, index)) return;
   }
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
@@ -152,6 +183,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   results_.assign(n, call_result{});
   finished_.assign(n, 0);
   tickets_.assign(n, circuit_breaker::ticket{});
+  stale_keys_.resize(n);
   cancels_.clear();
   cancels_.resize(n);
   pending_ = n;

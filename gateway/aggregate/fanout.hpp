@@ -61,6 +61,8 @@ class fanout final : private call_sink {
   call_request make_request(std::size_t index, std::string& target);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
+  void keep_or_serve_stale(std::size_t index, call_result& result);
+  static std::string stale_key(const call_request& call);
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
@@ -78,6 +80,7 @@ class fanout final : private call_sink {
   per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
   per_call<std::uint8_t> finished_;
   per_call<circuit_breaker::ticket> tickets_;  // what each call's breaker allowed (to record the outcome)
+  per_call<std::string> stale_keys_;           // what each call asked, for a downstream keeping stale answers
   std::vector<call_result> results_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs

@@ -102,7 +102,7 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
   thread_local std::vector<std::uint8_t> flags;  // per member of every answer: kept or not
   std::size_t total_members = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (results[i].ok()) total_members += results[i].body.members.size();
+    if (results[i].has_body()) total_members += results[i].body.members.size();
   }
   flags.resize(total_members);
   std::size_t size = 2 + (n > 0 ? n - 1 : 0);  // brackets and commas
@@ -113,7 +113,7 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
     size += source_prefix.size() + name_size;
     if (as_object) size += name_size + 1;
     const auto& result = results[i];
-    if (result.ok()) {
+    if (result.has_body()) {
       const auto& body = result.body;
       std::uint8_t* keep = flags.data() + flag_at;
       mark_kept(body, call, keep);
@@ -121,9 +121,12 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
         if (keep[m]) size += 4 + body.members[m].key_len + body.members[m].value_len;  // ,"key":value
       }
       flag_at += body.members.size();
+    } else if (!call.fallback_members.empty()) {
+      size += 1 + call.fallback_members.size();
+    }
+    if (result.ok()) {
       size += ok_suffix.size();
     } else {
-      if (!call.fallback_members.empty()) size += 1 + call.fallback_members.size();
       size += degraded_suffix.size();
       const auto reason = to_string(result.outcome);
       if (!route.degraded_reason_field.empty())
@@ -156,7 +159,7 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
     }
     w.put(source_prefix);
     put_name();
-    if (result.ok()) {
+    if (result.has_body()) {
       const auto& body = result.body;
       const std::uint8_t* keep = flags.data() + flag_at;
       const auto& members = body.members;
@@ -181,12 +184,13 @@ merged_response merge_results(const route_settings& route, const std::vector<cal
                                                  end_of(members[m]) - (members[first].key_pos - 1)));
       }
       flag_at += members.size();
+    } else if (!call.fallback_members.empty()) {
+      w.put(',');
+      w.put(call.fallback_members);
+    }
+    if (result.ok()) {
       w.put(ok_suffix);
     } else {
-      if (!call.fallback_members.empty()) {
-        w.put(',');
-        w.put(call.fallback_members);
-      }
       if (!route.degraded_reason_field.empty()) {  // ,"reason":"timeout"
         w.put(",\"");
         w.put(route.degraded_reason_field);

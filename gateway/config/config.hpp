@@ -137,6 +137,15 @@ struct ejection_settings {
   unsigned max_percent = 50;
 };
 
+// Stale-if-error: a downstream's last good answer per target, kept for max_stale and served (degraded,
+// reason stale) instead of the static fallback when a call to the same target fails; at most max_bytes
+// kept, the least recently used going first.
+struct stale_settings {
+  bool enabled = false;
+  microseconds max_stale = std::chrono::seconds(60);
+  std::size_t max_bytes = 1024 * 1024;
+};
+
 struct endpoint_address {
   std::string host;
   std::uint16_t port = 0;
@@ -160,6 +169,7 @@ struct downstream_settings {
   std::vector<endpoint_address> endpoints;
   ejection_settings ejection;  // http
   breaker_settings breaker;
+  stale_settings stale;
   retry_settings retry;  // http
   hedge_settings hedge;  // http
 };

@@ -64,6 +64,10 @@ nlohmann::json downstream_json(const downstream_settings& d) {
   }
   j["connect_timeout"] = format_duration(d.connect_timeout);
   j["max_response_bytes"] = d.max_response_bytes;
+  if (d.stale.enabled) {
+    j["stale_if_error"] = {{"max_stale", format_duration(d.stale.max_stale)},
+                           {"max_bytes", d.stale.max_bytes}};
+  }
   const auto& b = d.breaker;
   j["circuit_breaker"] = {{"enabled", b.enabled},
                           {"window", format_duration(b.window)},

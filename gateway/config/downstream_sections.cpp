@@ -93,6 +93,16 @@ void read_retry(config_parse_state& state, const YAML::Node& node, downstream_se
   r.finish();
 }
 
+void read_stale(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
+  auto& st = d.stale;
+  st.enabled = true;  // the section turns it on unless it says otherwise
+  yaml_reader r(node, state.errors, "downstream '" + d.name + "'.stale_if_error");
+  r.boolean("enabled", st.enabled);
+  r.duration("max_stale", st.max_stale);
+  r.size("max_bytes", st.max_bytes, 1024, std::size_t{1} << 30);
+  r.finish();
+}
+
 void read_ejection(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
   auto& e = d.ejection;
   yaml_reader r(node, state.errors, "downstream '" + d.name + "'.outlier_ejection");
@@ -180,6 +190,7 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
     if (auto b = r.section("circuit_breaker")) read_breaker(state, *b, d);
+    if (auto st = r.section("stale_if_error")) read_stale(state, *st, d);
     cfg.downstreams.push_back(std::move(d));
   });
 }

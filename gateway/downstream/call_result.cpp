@@ -16,6 +16,8 @@ std::string_view to_string(call_outcome outcome) {
       return "rejected";
     case call_outcome::circuit_open:
       return "circuit_open";
+    case call_outcome::stale:
+      return "stale";
   }
   return "error";
 }

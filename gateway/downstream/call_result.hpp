@@ -17,8 +17,9 @@ enum class call_outcome : std::uint8_t {
   cancelled,     // the request was abandoned (client gone, shutdown)
   rejected,      // refused locally before any I/O (no capacity)
   circuit_open,  // refused locally before any I/O: the downstream's circuit breaker is open
+  stale,         // failed, and its last good answer for the same target is served (stale_if_error)
 };
-inline constexpr std::size_t call_outcome_count = 6;
+inline constexpr std::size_t call_outcome_count = 7;
 
 std::string_view to_string(call_outcome outcome);
 
@@ -34,6 +35,8 @@ struct call_result {
   bool contacted = true;
 
   bool ok() const { return outcome == call_outcome::ok; }
+  // An answer to merge: a fresh one, or a stale one (degraded).
+  bool has_body() const { return outcome == call_outcome::ok || outcome == call_outcome::stale; }
 };
 
 }  // namespace gateway

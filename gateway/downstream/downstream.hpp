@@ -12,6 +12,7 @@
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
+#include "gateway/downstream/stale_cache.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/spawn.hpp>
@@ -65,9 +66,13 @@ class downstream {
   // The downstream's circuit breaker, asked by the fan-out around every call; null when it has none.
   circuit_breaker* breaker() const { return breaker_.get(); }
   void set_breaker(std::unique_ptr<circuit_breaker> breaker) { breaker_ = std::move(breaker); }
+  // Its last good answers (stale_if_error), kept and served by the fan-out; null when it keeps none.
+  stale_cache* stale() const { return stale_.get(); }
+  void set_stale(std::unique_ptr<stale_cache> cache) { stale_ = std::move(cache); }
 
  private:
   std::unique_ptr<circuit_breaker> breaker_;
+  std::unique_ptr<stale_cache> stale_;
 };
 
 }  // namespace gateway

@@ -3,6 +3,7 @@
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/downstream/http_downstream.hpp"
+#include "gateway/downstream/stale_cache.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
@@ -99,6 +100,19 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
                static_cast<double>(d->hedges()));
 }
 
+void render_stale(prometheus_writer& out,
+                  const std::vector<std::pair<std::string, const stale_cache*>>& caches) {
+  if (caches.empty()) return;
+  out.family("gateway_stale_answers_served_total", "counter",
+             "Last good answers served instead of the static fallback (stale_if_error).");
+  for (const auto& [name, c] : caches)
+    out.sample("gateway_stale_answers_served_total", {{"downstream", name}},
+               static_cast<double>(c->served()));
+  out.family("gateway_stale_cache_bytes", "gauge", "Bytes of last good answers kept (stale_if_error).");
+  for (const auto& [name, c] : caches)
+    out.sample("gateway_stale_cache_bytes", {{"downstream", name}}, static_cast<double>(c->bytes()));
+}
+
 // One family with one unlabelled sample.
 void single(prometheus_writer& out, std::string_view name, std::string_view type, std::string_view help,
             double value) {
@@ -126,6 +140,7 @@ std::string render_exposition(const exposition_sources& from) {
   }
   if (from.breakers) render_breakers(out, *from.breakers);
   if (from.http_downstreams) render_attempts(out, *from.http_downstreams);
+  if (from.stale_caches) render_stale(out, *from.stale_caches);
   render_databases(out, *from.databases);
   const auto p = read_process_stats();
   single(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gateway {
@@ -13,6 +14,7 @@ namespace gateway {
 class access_log;
 class circuit_breaker;
 class http_downstream;
+class stale_cache;
 class metrics_registry;
 class sql_downstream;
 
@@ -24,6 +26,7 @@ struct exposition_sources {
   const std::vector<const sql_downstream*>* databases = nullptr;
   const std::vector<const circuit_breaker*>* breakers = nullptr;
   const std::vector<const http_downstream*>* http_downstreams = nullptr;
+  const std::vector<std::pair<std::string, const stale_cache*>>* stale_caches = nullptr;
 };
 
 std::string render_exposition(const exposition_sources& from);

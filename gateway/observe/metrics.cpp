@@ -31,8 +31,8 @@ std::size_t method_slot(std::string_view method) {
 }
 
 constexpr std::array<call_outcome, call_outcome_count> outcomes{
-    call_outcome::ok,        call_outcome::timeout,  call_outcome::error,
-    call_outcome::cancelled, call_outcome::rejected, call_outcome::circuit_open};
+    call_outcome::ok,       call_outcome::timeout,      call_outcome::error, call_outcome::cancelled,
+    call_outcome::rejected, call_outcome::circuit_open, call_outcome::stale};
 
 }  // namespace
 

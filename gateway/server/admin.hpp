@@ -15,6 +15,7 @@ namespace gateway {
 class access_log;
 class circuit_breaker;
 class http_downstream;
+class stale_cache;
 class heartbeat;
 class metrics_registry;
 class sql_downstream;
@@ -28,6 +29,7 @@ struct admin_sources {
   std::vector<const sql_downstream*> databases;  // /readyz waits for them to connect
   std::vector<const circuit_breaker*> breakers;  // shown in /metrics
   std::vector<const http_downstream*> http_downstreams;  // their retries and hedges, in /metrics
+  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;  // by downstream name
   const metrics_registry* metrics = nullptr;
   const access_log* log = nullptr;  // null when access logging is off
   std::string config_json;          // the effective configuration, rendered once

@@ -155,7 +155,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     control.detach();
 
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (!route.calls[i].required || results[i].ok()) continue;
+      if (!route.calls[i].required || results[i].has_body()) continue;
       // An error answer has no entries: no fallback was served, nothing was degraded.
       auto r = error_response(required_call_status(results[i].outcome),
                               "required call '" + route.calls[i].name + "' failed: " + results[i].detail,

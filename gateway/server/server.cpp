@@ -56,6 +56,7 @@ struct server::impl {
   std::vector<const sql_downstream*> sql_downstreams;
   std::vector<const circuit_breaker*> breakers;  // of the downstreams that have one, in config order
   std::vector<const http_downstream*> http_downstreams;
+  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
@@ -85,6 +86,10 @@ void server::impl::build_downstreams(const std::vector<net::io_context*>& iocs) 
       }
       sql_downstreams.push_back(sql.get());
       slot = std::move(sql);
+    }
+    if (d.stale.enabled) {
+      slot->set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, d.stale.max_stale));
+      stale_caches.emplace_back(d.name, slot->stale());
     }
     if (d.breaker.enabled) {
       slot->set_breaker(std::make_unique<circuit_breaker>(d.name, d.breaker));
@@ -164,6 +169,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.databases = impl_->sql_downstreams;
   view.breakers = impl_->breakers;
   view.http_downstreams = impl_->http_downstreams;
+  view.stale_caches = impl_->stale_caches;
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
   view.config_json = effective_config_json(cfg).dump(2) + "\n";

@@ -1,0 +1,63 @@
+#include "gateway/downstream/stale_cache.hpp"
+
+#include <algorithm>
+
+namespace gateway {
+
+namespace {
+
+// Per entry besides its key and texts: the list node, the map slot, the entry's own fields.
+constexpr std::size_t entry_overhead = 160;
+
+}  // namespace
+
+stale_cache::stale_cache(std::size_t max_bytes, clock::duration max_stale)
+    : max_bytes_(max_bytes), max_stale_(max_stale) {}
+
+std::size_t stale_cache::size_of(std::string_view key, const json_object_text& body) {
+  const auto members = body.members.size() > body.members.static_capacity ? body.members.size() : 0;
+  return entry_overhead + key.size() + body.text.size() + members * sizeof(json_member);
+}
+
+void stale_cache::put(std::string_view key, const json_object_text& body, clock::time_point now) {
+  const auto size = size_of(key, body);
+  if (size > max_bytes_) return;  // would push out everything else
+  std::lock_guard lock(mutex_);
+  if (const auto found = by_key_.find(key); found != by_key_.end()) {
+    auto& e = *found->second;
+    used_ -= e.size;
+    e.body = body;
+    e.stored = now;
+    e.size = size;
+    used_ += size;
+    order_.splice(order_.begin(), order_, found->second);
+  } else {
+    evict_to(max_bytes_ - size);
+    order_.push_front(entry{std::string(key), body, now, size});
+    by_key_.emplace(order_.front().key, order_.begin());
+    used_ += size;
+  }
+  evict_to(max_bytes_);
+  bytes_.store(used_, std::memory_order_relaxed);
+  entries_.store(order_.size(), std::memory_order_relaxed);
+}
+
+std::optional<json_object_text> stale_cache::get(std::string_view key, clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  const auto found = by_key_.find(key);
+  if (found == by_key_.end() || now - found->second->stored > max_stale_) return std::nullopt;
+  order_.splice(order_.begin(), order_, found->second);
+  served_.fetch_add(1, std::memory_order_relaxed);
+  return found->second->body;
+}
+
+void stale_cache::evict_to(std::size_t budget) {
+  while (used_ > budget && !order_.empty()) {
+    auto& last = order_.back();
+    used_ -= last.size;
+    by_key_.erase(last.key);
+    order_.pop_back();
+  }
+}
+
+}  // namespace gateway

@@ -1,0 +1,56 @@
+#pragma once
+// A downstream's last good answers (stale-if-error), keyed by what was asked (an HTTP call's expanded
+// target; a SQL call's parameter values): put() keeps a copy of each good answer, get() hands back the
+// last one for the key while it is younger than max_stale, to serve instead of the static fallback when
+// a call fails. Bounded in bytes (keys, texts and member tables counted): the least recently used
+// answers go first. Shared by every I/O thread behind one mutex, held for a lookup or an insert and never
+// across I/O or a callback; a downstream without stale_if_error has none.
+
+#include "gateway/aggregate/json_object.hpp"
+#include "gateway/core/duration.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace gateway {
+
+class stale_cache {
+ public:
+  stale_cache(std::size_t max_bytes, clock::duration max_stale);
+
+  void put(std::string_view key, const json_object_text& body, clock::time_point now);
+  // A copy of the last good answer for `key`, if one younger than max_stale is kept.
+  std::optional<json_object_text> get(std::string_view key, clock::time_point now);
+
+  std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  std::size_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
+
+ private:
+  struct entry {
+    std::string key;
+    json_object_text body;
+    clock::time_point stored;
+    std::size_t size = 0;
+  };
+  static std::size_t size_of(std::string_view key, const json_object_text& body);
+  void evict_to(std::size_t budget);  // under the lock
+
+  const std::size_t max_bytes_;
+  const clock::duration max_stale_;
+  std::mutex mutex_;                                                         // guards what follows
+  std::list<entry> order_;                                                   // most recently used first
+  std::unordered_map<std::string_view, std::list<entry>::iterator> by_key_;  // keys point into order_
+  std::size_t used_ = 0;
+  std::atomic<std::size_t> bytes_{0};
+  std::atomic<std::size_t> entries_{0};
+  std::atomic<std::uint64_t> served_{0};
+};
+
+}  // namespace gateway
