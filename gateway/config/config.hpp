@@ -170,8 +170,9 @@ struct downstream_settings {
   ejection_settings ejection;  // http
   breaker_settings breaker;
   stale_settings stale;
-  retry_settings retry;  // http
-  hedge_settings hedge;  // http
+  retry_settings retry;   // http
+  hedge_settings hedge;   // http
+  bool coalesce = false;  // http: identical calls in flight on an I/O thread share one request
 };
 
 struct param_settings {

@@ -53,16 +53,29 @@ void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_
   if (!t.allowed) return;
   const bool failed = outcome == call_outcome::timeout || outcome == call_outcome::error;
   const bool succeeded = outcome == call_outcome::ok;
+  if (succeeded && !t.probe) {  // the usual case: a success while closed, counted without the lock
+    const auto word = word_.load(std::memory_order_acquire);
+    if (t.generation != word >> 2) return;
+    const auto slot = slot_of(now);
+    auto& b = window_[static_cast<std::size_t>(slot) % buckets];
+    if (static_cast<state>(word & state_bits) == state::closed &&
+        b.slot.load(std::memory_order_relaxed) == slot) {
+      b.calls.fetch_add(1, std::memory_order_relaxed);
+      if (consecutive_.load(std::memory_order_relaxed) != 0) consecutive_.store(0, std::memory_order_relaxed);
+      return;
+    }
+  }
   std::lock_guard lock(mutex_);
   if (t.generation != word_.load(std::memory_order_relaxed) >> 2) return;  // started before a transition
   switch (current()) {
     case state::closed: {
       if (!failed && !succeeded) return;
       count(failed, now);
-      consecutive_ = failed ? consecutive_ + 1 : 0;
+      const unsigned run = failed ? consecutive_.load(std::memory_order_relaxed) + 1 : 0;
+      consecutive_.store(run, std::memory_order_relaxed);
       if (!failed) return;
-      if (settings_.consecutive_failures != 0 && consecutive_ >= settings_.consecutive_failures) {
-        enter(state::open, now, std::to_string(consecutive_) + " failures in a row");
+      if (settings_.consecutive_failures != 0 && run >= settings_.consecutive_failures) {
+        enter(state::open, now, std::to_string(run) + " failures in a row");
         return;
       }
       const auto seen = window_totals(now);
@@ -104,8 +117,12 @@ void circuit_breaker::enter(state to, clock::time_point now, const std::string& 
       spdlog::info("circuit of downstream '{}' half-open: {}", downstream_, why);
       break;
     case state::closed:
-      window_ = {};
-      consecutive_ = 0;
+      for (auto& b : window_) {
+        b.calls.store(0, std::memory_order_relaxed);
+        b.failures.store(0, std::memory_order_relaxed);
+        b.slot.store(-1, std::memory_order_relaxed);
+      }
+      consecutive_.store(0, std::memory_order_relaxed);
       spdlog::info("circuit of downstream '{}' closed: {}", downstream_, why);
       break;
   }
@@ -119,18 +136,23 @@ std::int64_t circuit_breaker::slot_of(clock::time_point now) const {
 void circuit_breaker::count(bool failed, clock::time_point now) {
   const auto slot = slot_of(now);
   auto& b = window_[static_cast<std::size_t>(slot) % buckets];
-  if (b.slot != slot) b = bucket{slot, 0, 0};
-  ++b.calls;
-  if (failed) ++b.failures;
+  if (b.slot.load(std::memory_order_relaxed) != slot) {
+    b.calls.store(0, std::memory_order_relaxed);
+    b.failures.store(0, std::memory_order_relaxed);
+    b.slot.store(slot, std::memory_order_relaxed);
+  }
+  b.calls.fetch_add(1, std::memory_order_relaxed);
+  if (failed) b.failures.fetch_add(1, std::memory_order_relaxed);
 }
 
 circuit_breaker::totals circuit_breaker::window_totals(clock::time_point now) const {
   const auto slot = slot_of(now);
   totals t;
   for (const auto& b : window_) {
-    if (b.slot < 0 || b.slot <= slot - static_cast<std::int64_t>(buckets)) continue;
-    t.calls += b.calls;
-    t.failures += b.failures;
+    const auto at = b.slot.load(std::memory_order_relaxed);
+    if (at < 0 || at <= slot - static_cast<std::int64_t>(buckets)) continue;
+    t.calls += b.calls.load(std::memory_order_relaxed);
+    t.failures += b.failures.load(std::memory_order_relaxed);
   }
   return t;
 }

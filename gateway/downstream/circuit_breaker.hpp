@@ -12,8 +12,9 @@
 // success; cancelled and locally rejected calls count neither way (a cancelled probe gives its place
 // back). Each transition is logged once (warn when it opens, info otherwise) and counted.
 //
-// Thread safety: allow() in the closed state reads one atomic; everything else takes a mutex held for a
-// few counter updates and, at a transition, one log line; never across I/O, a callback or a wake-up.
+// Thread safety: allow() in the closed state reads one atomic, and so does record() of a success there
+// (plus one counter increment); everything else takes a mutex held for a few counter updates and, at a
+// transition, one log line; never across I/O, a callback or a wake-up.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/duration.hpp"
@@ -50,10 +51,13 @@ class circuit_breaker {
 
  private:
   static constexpr std::size_t buckets = 10;  // the window in tenths
+  // Counted without the lock by a success in the closed state when the bucket is current; started
+  // again (slot, counts) under the lock. A count racing a restart may land in the wrong tenth: a breaker
+  // decides on ratios over hundreds of calls, and one call more or less does not change that.
   struct bucket {
-    std::int64_t slot = -1;  // which tenth of time it counts (since epoch_), -1: unused
-    std::uint32_t calls = 0;
-    std::uint32_t failures = 0;
+    std::atomic<std::int64_t> slot{-1};  // which tenth of time it counts (since epoch_), -1: unused
+    std::atomic<std::uint32_t> calls{0};
+    std::atomic<std::uint32_t> failures{0};
   };
   struct totals {
     std::uint32_t calls = 0;
@@ -74,7 +78,7 @@ class circuit_breaker {
 
   mutable std::mutex mutex_;  // guards what follows
   std::array<bucket, buckets> window_{};
-  unsigned consecutive_ = 0;
+  std::atomic<unsigned> consecutive_{0};
   clock::time_point opened_at_{};
   unsigned probes_started_ = 0;
   unsigned probes_succeeded_ = 0;

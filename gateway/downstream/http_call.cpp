@@ -35,6 +35,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
   }
   head.write(request, out);
   head_ = std::string_view(out, size);
+  if (lane_.coalescer() != nullptr) coalesce_key_ = std::string(request.target);
   lane_.call_started(started_);
   // The fan-out's cancellation (deadline, client gone, shutdown, settled) ends every attempt and a pending
   // hedge or retry. Attempts end asynchronously: nothing here reports.
@@ -171,6 +172,9 @@ void http_call::report(call_result result) {
   result.latency = clock::now() - started_;
   result.contacted = result.contacted || contacted_;
   hook_.reset();
+  // The calls that followed this one get a copy (or the first of them a call of its own, when this one was
+  // cancelled); their reports are posted or come from calls of their own, never before this one's.
+  if (auto* coalescer = lane_.coalescer()) coalescer->leader_done(coalesce_key_, result);
   cancel_attempts(cancel_reason::settled);
   if (timer_use_ != timer_use::none) {
     timer_use_ = timer_use::none;

@@ -31,13 +31,24 @@ http_downstream::http_downstream(const downstream_settings& settings,
   const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
   for (auto* ioc : workers) {
     lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_));
+    if (settings_.coalesce) {
+      lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](
+                                           const call_request& request, call_sink& sink, std::size_t index) {
+        http_call::start(head_, *lane, request, sink, index);
+      });
+    }
   }
 }
 
 http_downstream::~http_downstream() = default;
 
 bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
-  http_call::start(head_, *lanes_.at(request.worker), request, sink, index);
+  auto& lane = *lanes_.at(request.worker);
+  if (auto* coalescer = lane.coalescer()) {
+    coalescer->start(request, sink, index);
+  } else {
+    http_call::start(head_, lane, request, sink, index);
+  }
   return true;
 }
 
@@ -55,6 +66,14 @@ std::uint64_t http_downstream::ejections() const {
 
 unsigned http_downstream::endpoint_count() const {
   return lanes_.empty() ? 0 : lanes_.front()->endpoint_count();
+}
+
+std::uint64_t http_downstream::coalesced() const {
+  std::uint64_t n = 0;
+  for (const auto& lane : lanes_) {
+    if (auto* c = lane->coalescer()) n += c->coalesced();
+  }
+  return n;
 }
 
 std::uint64_t http_downstream::hedges() const {

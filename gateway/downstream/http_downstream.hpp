@@ -38,6 +38,7 @@ class http_downstream final : public downstream {
   std::uint64_t retries() const;
   std::uint64_t hedges() const;
   std::uint64_t ejections() const;  // endpoint ejections, summed over the I/O threads
+  std::uint64_t coalesced() const;  // calls that shared another's downstream request
   unsigned endpoint_count() const;  // addresses it balances over now
 
  private:

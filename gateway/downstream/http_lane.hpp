@@ -11,6 +11,7 @@
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
 #include "gateway/config/config.hpp"
+#include "gateway/downstream/call_coalescer.hpp"
 #include "gateway/downstream/connection_pool.hpp"
 
 #include <array>
@@ -42,6 +43,11 @@ class http_lane {
             std::size_t cap, const downstream_settings& settings);
 
   const boost::asio::any_io_executor& executor() const { return ex_; }
+  // Identical calls in flight share one (settings.coalesce); null when off.
+  call_coalescer* coalescer() { return coalescer_.get(); }
+  void enable_coalescing(call_coalescer::starter start_call) {
+    coalescer_ = std::make_unique<call_coalescer>(ex_, std::move(start_call));
+  }
   const downstream_settings& settings() const { return settings_; }
 
   // The endpoint for a new attempt: of those neither ejected nor `avoid` (another attempt's), the one
@@ -105,6 +111,7 @@ class http_lane {
   std::atomic<std::uint64_t> hedges_total_{0};
   std::atomic<std::uint64_t> ejections_total_{0};
   std::atomic<unsigned> endpoint_count_{0};
+  std::unique_ptr<call_coalescer> coalescer_;
 };
 
 }  // namespace gateway

@@ -83,6 +83,11 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
   for (const auto* d : downstreams)
     out.sample("gateway_downstream_retries_total", {{"downstream", d->name()}},
                static_cast<double>(d->retries()));
+  out.family("gateway_downstream_coalesced_total", "counter",
+             "Calls that shared an identical call's downstream request instead of sending their own.");
+  for (const auto* d : downstreams)
+    out.sample("gateway_downstream_coalesced_total", {{"downstream", d->name()}},
+               static_cast<double>(d->coalesced()));
   out.family(
       "gateway_endpoint_ejections_total", "counter",
       "Endpoints left out of the balancing after failures in a row (outlier ejection), per I/O thread.");

@@ -1,0 +1,65 @@
+#pragma once
+// Coalescing of identical HTTP calls on one I/O thread (downstream `coalesce: true`): while a call for a
+// target is in flight (the leader), later calls for the same target (followers) send nothing and get a
+// copy of the leader's result. Used only on its thread: no locking.
+//
+// - A follower's own cancellation (its deadline, its client leaving) ends it at once, as `cancelled`,
+//   from inside its cancel hook (the fan-out allows a call to finish there); the leader goes on.
+// - When the leader reports, every follower gets a copy of its result, posted (each delivery is the last
+//   act of its own handler). A leader that was cancelled (its own request's deadline or client) has no
+//   result for the others: the first follower becomes the leader with a call of its own, which the rest
+//   now follow.
+//
+// Ownership: followers are owned here until their result is delivered or they are cancelled; what their
+// call_request points to (request id, traceparent, parameters) lives in their fan-out, which waits for
+// them; their target is copied.
+
+#include "gateway/downstream/downstream.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace gateway {
+
+class call_coalescer {
+ public:
+  // `start_call` starts a real call (the leader's); the coalescer is told its result through leader_done().
+  using starter = std::function<void(const call_request&, call_sink&, std::size_t)>;
+  call_coalescer(boost::asio::any_io_executor ex, starter start_call);
+
+  // Starts the call: it follows the call in flight for its target if there is one, else leads it.
+  void start(const call_request& request, call_sink& sink, std::size_t index);
+  // The leading call for `target` reports `result` (before its own sink is told).
+  void leader_done(std::string_view target, const call_result& result);
+
+  // Calls that followed another on this thread (read by the metrics on another thread).
+  std::uint64_t coalesced() const { return coalesced_.load(std::memory_order_relaxed); }
+
+ private:
+  struct follower {
+    std::string target;  // request.target points here
+    call_request request;
+    call_sink* sink = nullptr;
+    std::size_t index = 0;
+    std::optional<cancel_source::scoped_hook> hook;
+  };
+  using followers = std::vector<std::unique_ptr<follower>>;
+
+  void drop(const std::string& target, follower* f);
+
+  boost::asio::any_io_executor ex_;
+  starter start_call_;
+  std::unordered_map<std::string, followers> in_flight_;  // by target: the followers of its leader
+  std::atomic<std::uint64_t> coalesced_{0};
+};
+
+}  // namespace gateway
