@@ -106,7 +106,10 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result) {
   auto* cache = (*request_->targets)[index]->stale();
   if (cache == nullptr) return;
   const auto& key = stale_keys_[index];
-  if (result.ok()) return cache->put(key, result.body, clock::now());
+  if (result.ok()) {
+    if (result.detail == std::string_view("cached")) return;  // served from it
+    return cache->put(key, result.body, clock::now(), result.fresh_for);
+  }
   if (result.outcome == call_outcome::cancelled) return;
   if (auto body = cache->get(key, clock::now())) {
     result.body = std::move(*body);
@@ -138,6 +141,22 @@ void fanout::start_call(std::size_t index) {
     return call_finished(index, std::move(result));
   }
   auto* target = (*request.targets)[index];
+  // start() has used the target by the time it returns (an HTTP call copies it into its request head), so
+  // one buffer per thread serves every call without an allocation each.
+  thread_local std::string target_text;
+  target_text.clear();
+  const auto call = make_request(index, target_text);
+  if (auto* cache = target->stale()) {
+    stale_keys_[index] = stale_key(call);
+    if (auto fresh = cache->get_fresh(stale_keys_[index], started_)) {  // answered without a call
+      call_result result;
+      result.outcome = call_outcome::ok;
+      result.detail = "cached";
+      result.body = std::move(*fresh);
+      result.contacted = false;
+      return call_finished(index, std::move(result));
+    }
+  }
   if (auto* breaker = target->breaker()) {
     tickets_[index] = breaker->allow(started_);
     if (!tickets_[index].allowed) {  // open: falls back at once, no I/O
@@ -147,15 +166,7 @@ void fanout::start_call(std::size_t index) {
       return call_finished(index, std::move(result));
     }
   }
-  {
-    // start() has used the target by the time it returns (an HTTP call copies it into its request head),
-    // so one buffer per thread serves every call without an allocation each.
-    thread_local std::string target_text;
-    target_text.clear();
-    const auto call = make_request(index, target_text);
-    if (target->stale() != nullptr) stale_keys_[index] = stale_key(call);
-    if (target->start(call, *this, index)) return;
-  }
+  if (target->start(call, *this, index)) return;
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
       ex_, std::allocator_arg, stack_cache(request.stack_size),

@@ -141,7 +141,8 @@ struct ejection_settings {
 // reason stale) instead of the static fallback when a call to the same target fails; at most max_bytes
 // kept, the least recently used going first.
 struct stale_settings {
-  bool enabled = false;
+  bool enabled = false;  // serve stale answers (stale_if_error)
+  bool cache = false;    // serve fresh answers, as the downstream's Cache-Control allows (http `cache`)
   microseconds max_stale = std::chrono::seconds(60);
   std::size_t max_bytes = 1024 * 1024;
 };

@@ -29,6 +29,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
       for (const auto& e : d.endpoints) j["endpoints"].push_back(format_listen({e.host, e.port}));
     }
     j["coalesce"] = d.coalesce;
+    j["cache"] = d.stale.cache;
     j["outlier_ejection"] = {{"consecutive_failures", d.ejection.consecutive_failures},
                              {"base_time", format_duration(d.ejection.base_time)},
                              {"max_time", format_duration(d.ejection.max_time)},

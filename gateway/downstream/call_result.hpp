@@ -33,6 +33,7 @@ struct call_result {
   // ended while it waited for something local (a pool connection, a database permit): no fault of the
   // downstream's, so its circuit breaker does not count it.
   bool contacted = true;
+  std::uint32_t fresh_for = 0;  // seconds the answer may be served from a cache (HTTP Cache-Control)
 
   bool ok() const { return outcome == call_outcome::ok; }
   // An answer to merge: a fresh one, or a stale one (degraded).

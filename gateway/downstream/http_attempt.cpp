@@ -276,7 +276,7 @@ void http_attempt::answered(bool drained) {
     pool_.discard(std::move(conn_));
   }
   // Built only now: a call in flight does not carry a result.
-  finish(answer_result(parser_->status(), std::move(parser_->body())), now);
+  finish(answer_result(parser_->status(), std::move(parser_->body()), parser_->fresh_for()), now);
 }
 
 void http_attempt::read_failed(const error_code& ec) {

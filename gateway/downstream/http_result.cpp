@@ -6,9 +6,10 @@
 
 namespace gateway {
 
-call_result answer_result(unsigned status, std::string&& body) {
+call_result answer_result(unsigned status, std::string&& body, std::uint32_t fresh_for) {
   call_result result;
   result.status = status;
+  result.fresh_for = fresh_for;
   if (status < 200 || status > 299) {
     result.outcome = call_outcome::error;
     result.detail = status >= 500 ? "status 5xx" : "status not 2xx";

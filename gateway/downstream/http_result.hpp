@@ -7,11 +7,14 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace gateway {
 
-call_result answer_result(unsigned status, std::string&& body);
+// `fresh_for`: how long the answer may be served from a cache (Cache-Control), 0 for not at all.
+call_result answer_result(unsigned status, std::string&& body, std::uint32_t fresh_for = 0);
+
 call_result failure_result(const boost::system::error_code& ec, const char* what, bool cancelled);
 
 }  // namespace gateway

@@ -6,6 +6,7 @@
 
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
+#include "gateway/downstream/freshness.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -97,6 +98,7 @@ void response_parser::start_message() {
   reader_->eager(true);  // on through the body's states as far as the bytes go
   status_ = 0;
   http10_ = connection_close_ = connection_keep_alive_ = false;
+  fresh_for_.reset();
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
@@ -334,6 +336,11 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       // body that cannot be used, and a final coding other than chunked leaves no length at all (RFC 9112
       // 6.1, 6.3); Beast would read such a body to the end of the connection.
       if (!beast::iequals(value, "chunked")) ec = http::error::bad_transfer_encoding;
+      break;
+    case http::field::cache_control:
+      if (const auto seconds = freshness_seconds(std::string_view(value.data(), value.size()))) {
+        o.fresh_for_ = std::min(o.fresh_for_.value_or(*seconds), *seconds);
+      }
       break;
     case http::field::connection:
       for (const auto option : http::opt_token_list{value}) {

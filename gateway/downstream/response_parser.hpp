@@ -39,6 +39,8 @@ class response_parser {
   bool is_done() const { return done_; }
   bool keep_alive() const { return keep_alive_; }
   unsigned status() const { return status_; }
+  // Seconds the answer may be kept by a shared cache (its Cache-Control fields); 0: not at all.
+  std::uint32_t fresh_for() const { return fresh_for_.value_or(0); }
   std::string& body() { return body_; }
 
  private:
@@ -90,9 +92,10 @@ class response_parser {
   bool connection_close_ = false;  // a Connection field lists close
   bool connection_keep_alive_ = false;
   unsigned status_ = 0;
-  std::uint64_t chunk_left_ = 0;  // bytes of the current chunk still to come
-  bool after_chunk_ = false;      // a chunk's data ended: a CRLF comes before the next chunk-size line
-  bool copied_line_ = false;      // Beast is given a chunk-size line put_chunk_line has checked
+  std::optional<std::uint32_t> fresh_for_;  // from Cache-Control; several fields: the shortest
+  std::uint64_t chunk_left_ = 0;            // bytes of the current chunk still to come
+  bool after_chunk_ = false;  // a chunk's data ended: a CRLF comes before the next chunk-size line
+  bool copied_line_ = false;  // Beast is given a chunk-size line put_chunk_line has checked
   // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
   const char* trailers_ = nullptr;
   std::string body_;

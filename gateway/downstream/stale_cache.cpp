@@ -11,15 +11,18 @@ constexpr std::size_t entry_overhead = 160;
 
 }  // namespace
 
-stale_cache::stale_cache(std::size_t max_bytes, clock::duration max_stale)
-    : max_bytes_(max_bytes), max_stale_(max_stale) {}
+stale_cache::stale_cache(std::size_t max_bytes, clock::duration max_stale, bool serve_fresh)
+    : max_bytes_(max_bytes), max_stale_(max_stale), serve_fresh_(serve_fresh) {}
 
 std::size_t stale_cache::size_of(std::string_view key, const json_object_text& body) {
   const auto members = body.members.size() > body.members.static_capacity ? body.members.size() : 0;
   return entry_overhead + key.size() + body.text.size() + members * sizeof(json_member);
 }
 
-void stale_cache::put(std::string_view key, const json_object_text& body, clock::time_point now) {
+void stale_cache::put(std::string_view key, const json_object_text& body, clock::time_point now,
+                      std::uint32_t fresh_for) {
+  const auto fresh_until = serve_fresh_ ? now + std::chrono::seconds(fresh_for) : now;
+  if (max_stale_.count() == 0 && fresh_until == now) return;  // nothing it would ever serve
   const auto size = size_of(key, body);
   if (size > max_bytes_) return;  // would push out everything else
   std::lock_guard lock(mutex_);
@@ -28,12 +31,13 @@ void stale_cache::put(std::string_view key, const json_object_text& body, clock:
     used_ -= e.size;
     e.body = body;
     e.stored = now;
+    e.fresh_until = fresh_until;
     e.size = size;
     used_ += size;
     order_.splice(order_.begin(), order_, found->second);
   } else {
     evict_to(max_bytes_ - size);
-    order_.push_front(entry{std::string(key), body, now, size});
+    order_.push_front(entry{std::string(key), body, now, fresh_until, size});
     by_key_.emplace(order_.front().key, order_.begin());
     used_ += size;
   }
@@ -48,6 +52,15 @@ std::optional<json_object_text> stale_cache::get(std::string_view key, clock::ti
   if (found == by_key_.end() || now - found->second->stored > max_stale_) return std::nullopt;
   order_.splice(order_.begin(), order_, found->second);
   served_.fetch_add(1, std::memory_order_relaxed);
+  return found->second->body;
+}
+
+std::optional<json_object_text> stale_cache::get_fresh(std::string_view key, clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  const auto found = by_key_.find(key);
+  if (found == by_key_.end() || now >= found->second->fresh_until) return std::nullopt;
+  order_.splice(order_.begin(), order_, found->second);
+  hits_.fetch_add(1, std::memory_order_relaxed);
   return found->second->body;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// A downstream's last good answers (stale-if-error), keyed by what was asked (an HTTP call's expanded
-// target; a SQL call's parameter values): put() keeps a copy of each good answer, get() hands back the
-// last one for the key while it is younger than max_stale, to serve instead of the static fallback when
-// a call fails. Bounded in bytes (keys, texts and member tables counted): the least recently used
+// A downstream's last good answers, keyed by what was asked (an HTTP call's expanded target; a SQL
+// call's parameter values): put() keeps a copy of each good answer; get() hands back the last one for
+// the key while it is younger than max_stale, to serve instead of the static fallback when a call fails
+// (stale_if_error); get_fresh() while the downstream's Cache-Control allows serving it without a call
+// (cache). Bounded in bytes (keys, texts and member tables counted): the least recently used
 // answers go first. Shared by every I/O thread behind one mutex, held for a lookup or an insert and never
 // across I/O or a callback; a downstream without stale_if_error has none.
 
@@ -22,11 +23,18 @@ namespace gateway {
 
 class stale_cache {
  public:
-  stale_cache(std::size_t max_bytes, clock::duration max_stale);
+  // `serve_fresh`: answers are also served without a call while their Cache-Control allows.
+  stale_cache(std::size_t max_bytes, clock::duration max_stale, bool serve_fresh = false);
 
-  void put(std::string_view key, const json_object_text& body, clock::time_point now);
+  // Keeps `body` for `key`: fresh (served instead of a call) for `fresh_for` seconds when this cache serves
+  // fresh answers, and stale (served when a call fails) until max_stale after `now`.
+  void put(std::string_view key, const json_object_text& body, clock::time_point now,
+           std::uint32_t fresh_for);
   // A copy of the last good answer for `key`, if one younger than max_stale is kept.
   std::optional<json_object_text> get(std::string_view key, clock::time_point now);
+  // A copy of the answer for `key` if it is still fresh.
+  std::optional<json_object_text> get_fresh(std::string_view key, clock::time_point now);
+  std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
 
   std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   std::size_t entries() const { return entries_.load(std::memory_order_relaxed); }
@@ -37,6 +45,7 @@ class stale_cache {
     std::string key;
     json_object_text body;
     clock::time_point stored;
+    clock::time_point fresh_until;
     std::size_t size = 0;
   };
   static std::size_t size_of(std::string_view key, const json_object_text& body);
@@ -44,6 +53,7 @@ class stale_cache {
 
   const std::size_t max_bytes_;
   const clock::duration max_stale_;
+  const bool serve_fresh_;
   std::mutex mutex_;                                                         // guards what follows
   std::list<entry> order_;                                                   // most recently used first
   std::unordered_map<std::string_view, std::list<entry>::iterator> by_key_;  // keys point into order_
@@ -51,6 +61,7 @@ class stale_cache {
   std::atomic<std::size_t> bytes_{0};
   std::atomic<std::size_t> entries_{0};
   std::atomic<std::uint64_t> served_{0};
+  std::atomic<std::uint64_t> hits_{0};
 };
 
 }  // namespace gateway

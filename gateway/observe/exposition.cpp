@@ -113,7 +113,11 @@ void render_stale(prometheus_writer& out,
   for (const auto& [name, c] : caches)
     out.sample("gateway_stale_answers_served_total", {{"downstream", name}},
                static_cast<double>(c->served()));
-  out.family("gateway_stale_cache_bytes", "gauge", "Bytes of last good answers kept (stale_if_error).");
+  out.family("gateway_cache_hits_total", "counter",
+             "Calls answered from the cache without a request, while the answer's Cache-Control allowed.");
+  for (const auto& [name, c] : caches)
+    out.sample("gateway_cache_hits_total", {{"downstream", name}}, static_cast<double>(c->hits()));
+  out.family("gateway_stale_cache_bytes", "gauge", "Bytes of good answers kept (stale_if_error, cache).");
   for (const auto& [name, c] : caches)
     out.sample("gateway_stale_cache_bytes", {{"downstream", name}}, static_cast<double>(c->bytes()));
 }

@@ -87,8 +87,9 @@ void server::impl::build_downstreams(const std::vector<net::io_context*>& iocs) 
       sql_downstreams.push_back(sql.get());
       slot = std::move(sql);
     }
-    if (d.stale.enabled) {
-      slot->set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, d.stale.max_stale));
+    if (d.stale.enabled || d.stale.cache) {
+      const auto max_stale = d.stale.enabled ? clock::duration(d.stale.max_stale) : clock::duration(0);
+      slot->set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, max_stale, d.stale.cache));
       stale_caches.emplace_back(d.name, slot->stale());
     }
     if (d.breaker.enabled) {

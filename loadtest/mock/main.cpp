@@ -3,6 +3,7 @@
 
 #include "loadtest/mock/options.hpp"
 #include "loadtest/mock/path_registry.hpp"
+#include "loadtest/mock/replies.hpp"
 #include "loadtest/mock/server.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
       ports.push_back(b.port());
     }
     registry.emplace(options->default_delay, ports, options->seed);
+    mock::set_cache_control(options->cache_control);
     if (!configure(*registry, *options)) return 2;
 
     server.start(*registry);

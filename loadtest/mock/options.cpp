@@ -172,8 +172,8 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
 
 std::optional<mock_options> parse_command_line(const std::vector<std::string_view>& args,
                                                std::string& error) {
-  static constexpr std::string_view known[] = {"--listen", "--threads", "--delay",  "--path",
-                                               "--body",   "--seed",    "--profile"};
+  static constexpr std::string_view known[] = {"--listen", "--threads", "--delay",   "--path",
+                                               "--body",   "--seed",    "--profile", "--cache-control"};
   mock_options options;
   std::optional<latency> delay;
   std::vector<path_setting> paths;
@@ -232,6 +232,9 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       auto body = parse_body_option(value, why);
       if (!body) return bad();
       options.bodies.push_back(std::move(*body));
+    } else if (arg == "--cache-control") {
+      if (value.find_first_of("\r\n") != std::string_view::npos) return bad();
+      options.cache_control = std::string(value);
     } else if (arg == "--seed") {
       const auto seed = parse_number<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
       if (!seed) return bad();
@@ -268,6 +271,7 @@ std::string usage() {
          "  --threads  worker threads, 1-256 (default 1)\n"
          "  --delay    delay before answering, for every path without its own (default 0ms)\n"
          "  --seed     seeds which requests land in a latency's tail (default 1): runs repeat\n"
+         "  --cache-control VALUE  every answer carries Cache-Control: VALUE (e.g. max-age=60)\n"
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"

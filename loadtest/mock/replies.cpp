@@ -27,6 +27,17 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
+namespace {
+std::string& cache_control() {
+  static std::string value;
+  return value;
+}
+}  // namespace
+
+void set_cache_control(std::string value) {
+  cache_control() = std::move(value);
+}
+
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
                  std::string_view content_type) {
   out += "HTTP/1.1 ";
@@ -37,6 +48,10 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
   out += content_type;
   out += "\r\nContent-Length: ";
   append_number(out, content_length);
+  if (!cache_control().empty()) {
+    out += "\r\nCache-Control: ";
+    out += cache_control();
+  }
   out += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
 }
 

@@ -8,6 +8,8 @@
 namespace mock {
 
 // Appends an HTTP/1.1 response head (status line, Content-Type, Content-Length, Connection, blank line).
+// A Cache-Control value every head carries from now on (empty: none); set once at start.
+void set_cache_control(std::string value);
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
                  std::string_view content_type = "application/json");
 

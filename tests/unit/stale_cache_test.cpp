@@ -24,9 +24,9 @@ TEST_CASE("stale cache: the last good answer per key, while younger than max_sta
   stale_cache cache(64 * 1024, 10s);
   const auto t0 = clock::now();
   CHECK_FALSE(cache.get("/c?sku=A", t0));
-  cache.put("/c?sku=A", answer("A1"), t0);
-  cache.put("/c?sku=A", answer("A2"), t0 + 1s);  // replaces
-  cache.put("/c?sku=B", answer("B"), t0 + 1s);
+  cache.put("/c?sku=A", answer("A1"), t0, 0);
+  cache.put("/c?sku=A", answer("A2"), t0 + 1s, 0);  // replaces
+  cache.put("/c?sku=B", answer("B"), t0 + 1s, 0);
   const auto a = cache.get("/c?sku=A", t0 + 5s);
   REQUIRE(a);
   CHECK(a->text == answer("A2").text);
@@ -41,18 +41,18 @@ TEST_CASE("stale cache: within its bytes, the least recently used answers go fir
   const auto one = answer("X").text.size();
   stale_cache cache(3 * (one + 200), 60s);
   const auto t0 = clock::now();
-  cache.put("a", answer("X"), t0);
-  cache.put("b", answer("X"), t0);
-  cache.put("c", answer("X"), t0);
+  cache.put("a", answer("X"), t0, 0);
+  cache.put("b", answer("X"), t0, 0);
+  cache.put("c", answer("X"), t0, 0);
   CHECK(cache.get("a", t0));  // a is now the most recently used
-  cache.put("d", answer("X"), t0);
+  cache.put("d", answer("X"), t0, 0);
   CHECK(cache.bytes() <= 3 * (one + 200));
   CHECK(cache.get("a", t0));
   CHECK_FALSE(cache.get("b", t0));  // the least recently used went
   CHECK(cache.get("d", t0));
   // An answer larger than the whole cache is not kept (it would push out everything).
   stale_cache tiny(100, 60s);
-  tiny.put("big", answer(std::string(500, 'x')), t0);
+  tiny.put("big", answer(std::string(500, 'x')), t0, 0);
   CHECK(tiny.entries() == 0);
 }
 
