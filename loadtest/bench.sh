@@ -499,7 +499,8 @@ scenario_tail() {
 }
 
 # flap: coupon alternates between healthy and hung every 5 s while 100 connections run for 30 s; the good
-# (not degraded) answers per second with the circuit breaker at its defaults and with it off.
+# (not degraded) answers per second with the circuit breaker at its defaults, with consecutive_failures: 5
+# as well, and with it off.
 flap_toggle() {  # runs in the background: coupon hung in odd 5 s periods, healthy in even ones
   local i
   for i in 1 2 3 4 5 6; do
@@ -514,9 +515,10 @@ flap_toggle() {  # runs in the background: coupon hung in odd 5 s periods, healt
 scenario_flap() {
   local conns=100 secs=30 mode toggler
   [ $quick -eq 0 ] || { conns=20; secs=6; }
-  for mode in on off; do
+  for mode in on consecutive off; do
     local name=flap-breaker-$mode extra=
-    [ $mode = on ] || extra='    circuit_breaker: {enabled: false}\n'
+    [ $mode = off ] && extra='    circuit_breaker: {enabled: false}\n'
+    [ $mode = consecutive ] && extra='    circuit_breaker: {consecutive_failures: 5}\n'
     start_mock "$name" --delay 150ms
     write_http_config "$work/$name.yaml" 800ms "$conns" "$extra"
     start_gateway "$name" "$work/$name.yaml"
