@@ -76,50 +76,49 @@ void render_breakers(prometheus_writer& out, const std::vector<const circuit_bre
   }
 }
 
+// One family with one sample per downstream: `value(d)` for each of `items`, labelled by `name_of(d)`.
+template <class Items, class Name, class Value>
+void per_downstream(prometheus_writer& out, std::string_view family, std::string_view type,
+                    std::string_view help, const Items& items, Name name_of, Value value) {
+  out.family(family, type, help);
+  for (const auto& d : items) out.sample(family, {{"downstream", name_of(d)}}, static_cast<double>(value(d)));
+}
+
 void render_attempts(prometheus_writer& out, const std::vector<const http_downstream*>& downstreams) {
   if (downstreams.empty()) return;
-  out.family("gateway_downstream_retries_total", "counter",
-             "Retries started (another attempt after a failed one), within the retry budget.");
-  for (const auto* d : downstreams)
-    out.sample("gateway_downstream_retries_total", {{"downstream", d->name()}},
-               static_cast<double>(d->retries()));
-  out.family("gateway_downstream_coalesced_total", "counter",
-             "Calls that shared an identical call's downstream request instead of sending their own.");
-  for (const auto* d : downstreams)
-    out.sample("gateway_downstream_coalesced_total", {{"downstream", d->name()}},
-               static_cast<double>(d->coalesced()));
-  out.family(
-      "gateway_endpoint_ejections_total", "counter",
-      "Endpoints left out of the balancing after failures in a row (outlier ejection), per I/O thread.");
-  for (const auto* d : downstreams)
-    out.sample("gateway_endpoint_ejections_total", {{"downstream", d->name()}},
-               static_cast<double>(d->ejections()));
-  out.family("gateway_downstream_endpoints", "gauge", "Addresses a downstream's calls are balanced over.");
-  for (const auto* d : downstreams)
-    out.sample("gateway_downstream_endpoints", {{"downstream", d->name()}},
-               static_cast<double>(d->endpoint_count()));
-  out.family("gateway_downstream_hedges_total", "counter",
-             "Hedges started (a second attempt beside a slow first one), within the hedge budget.");
-  for (const auto* d : downstreams)
-    out.sample("gateway_downstream_hedges_total", {{"downstream", d->name()}},
-               static_cast<double>(d->hedges()));
+  const auto name = [](const http_downstream* d) -> const std::string& { return d->name(); };
+  per_downstream(out, "gateway_downstream_retries_total", "counter",
+                 "Retries started (another attempt after a failed one), within the retry budget.",
+                 downstreams, name, [](const http_downstream* d) { return d->retries(); });
+  per_downstream(out, "gateway_downstream_hedges_total", "counter",
+                 "Hedges started (a second attempt beside a slow first one), within the hedge budget.",
+                 downstreams, name, [](const http_downstream* d) { return d->hedges(); });
+  per_downstream(out, "gateway_downstream_coalesced_total", "counter",
+                 "Calls that shared an identical call's downstream request instead of sending their own.",
+                 downstreams, name, [](const http_downstream* d) { return d->coalesced(); });
+  per_downstream(out, "gateway_endpoint_ejections_total", "counter",
+                 "Endpoints left out of the balancing after failures in a row (outlier ejection), per I/O "
+                 "thread.",
+                 downstreams, name, [](const http_downstream* d) { return d->ejections(); });
+  per_downstream(out, "gateway_downstream_endpoints", "gauge",
+                 "Addresses a downstream's calls are balanced over.", downstreams, name,
+                 [](const http_downstream* d) { return d->endpoint_count(); });
 }
 
 void render_stale(prometheus_writer& out,
                   const std::vector<std::pair<std::string, const stale_cache*>>& caches) {
   if (caches.empty()) return;
-  out.family("gateway_stale_answers_served_total", "counter",
-             "Last good answers served instead of the static fallback (stale_if_error).");
-  for (const auto& [name, c] : caches)
-    out.sample("gateway_stale_answers_served_total", {{"downstream", name}},
-               static_cast<double>(c->served()));
-  out.family("gateway_cache_hits_total", "counter",
-             "Calls answered from the cache without a request, while the answer's Cache-Control allowed.");
-  for (const auto& [name, c] : caches)
-    out.sample("gateway_cache_hits_total", {{"downstream", name}}, static_cast<double>(c->hits()));
-  out.family("gateway_stale_cache_bytes", "gauge", "Bytes of good answers kept (stale_if_error, cache).");
-  for (const auto& [name, c] : caches)
-    out.sample("gateway_stale_cache_bytes", {{"downstream", name}}, static_cast<double>(c->bytes()));
+  using entry = std::pair<std::string, const stale_cache*>;
+  const auto name = [](const entry& e) -> const std::string& { return e.first; };
+  per_downstream(out, "gateway_stale_answers_served_total", "counter",
+                 "Last good answers served instead of the static fallback (stale_if_error).", caches, name,
+                 [](const entry& e) { return e.second->served(); });
+  per_downstream(out, "gateway_cache_hits_total", "counter",
+                 "Calls answered from the cache without a request, while the answer's Cache-Control allowed.",
+                 caches, name, [](const entry& e) { return e.second->hits(); });
+  per_downstream(out, "gateway_stale_cache_bytes", "gauge",
+                 "Bytes of good answers kept (stale_if_error, cache).", caches, name,
+                 [](const entry& e) { return e.second->bytes(); });
 }
 
 // One family with one unlabelled sample.
