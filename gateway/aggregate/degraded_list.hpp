@@ -3,6 +3,7 @@
 // why it was degraded (a call_outcome), in call order, e.g. "coupon;reason=timeout, pricing;reason=error".
 // Call names and outcomes hold no ',', ';' or space. Pure.
 
+#include <string>
 #include <string_view>
 
 namespace gateway {
@@ -23,6 +24,16 @@ void for_each_degraded(std::string_view list, Fn&& fn) {
     }
     fn(element.substr(0, semicolon), reason);
   }
+}
+
+// The names alone, joined by ',' ("coupon,pricing"): what the access log and tools show.
+inline std::string degraded_names(std::string_view list) {
+  std::string names;
+  for_each_degraded(list, [&](std::string_view name, std::string_view) {
+    if (!names.empty()) names += ',';
+    names += name;
+  });
+  return names;
 }
 
 }  // namespace gateway

@@ -70,14 +70,16 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
+  // When it ended, from the reading the call took for its latency (no clock reading of its own here).
+  const auto ended = started_ + result.latency;
   if (tickets_[index].allowed) {  // a call that never reached the downstream counts neither way
     (*request_->targets)[index]->breaker()->record(
-        tickets_[index], result.contacted ? result.outcome : call_outcome::cancelled, clock::now());
+        tickets_[index], result.contacted ? result.outcome : call_outcome::cancelled, ended);
   }
   if (request_->metrics)
     request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
                                  result.latency);
-  keep_or_serve_stale(index, result);
+  keep_or_serve_stale(index, result, ended);
   const bool settles = request_->route->calls[index].required && !result.has_body();
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.
   const auto bytes = result.body.text.capacity();
@@ -100,18 +102,16 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   }
 }
 
-// stale_if_error: a good answer is kept for its target; a failed call (not one cancelled because nobody
-// needs it any more) gets the last good answer for its target instead, if there is one young enough.
-void fanout::keep_or_serve_stale(std::size_t index, call_result& result) {
+// stale_if_error and cache: a good answer is kept for its target; a failed call (not one cancelled because
+// nobody needs it any more) gets the last good answer for its target instead, if there is one young
+// enough. A call answered from the store has no key (nothing to keep again).
+void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended) {
   auto* cache = (*request_->targets)[index]->stale();
-  if (cache == nullptr) return;
   const auto& key = stale_keys_[index];
-  if (result.ok()) {
-    if (result.detail == std::string_view("cached")) return;  // served from it
-    return cache->put(key, result.body, clock::now(), result.fresh_for);
-  }
+  if (cache == nullptr || key.empty()) return;
+  if (result.ok()) return cache->put(key, result.body, ended, result.fresh_for);
   if (result.outcome == call_outcome::cancelled) return;
-  if (auto body = cache->get(key, clock::now())) {
+  if (auto body = cache->get(key, ended)) {
     result.body = std::move(*body);
     result.outcome = call_outcome::stale;
     result.detail = "stale";
@@ -149,6 +149,7 @@ void fanout::start_call(std::size_t index) {
   if (auto* cache = target->stale()) {
     stale_keys_[index] = stale_key(call);
     if (auto fresh = cache->get_fresh(stale_keys_[index], started_)) {  // answered without a call
+      stale_keys_[index].clear();
       call_result result;
       result.outcome = call_outcome::ok;
       result.detail = "cached";
@@ -194,6 +195,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   results_.assign(n, call_result{});
   finished_.assign(n, 0);
   tickets_.assign(n, circuit_breaker::ticket{});
+  stale_keys_.clear();
   stale_keys_.resize(n);
   cancels_.clear();
   cancels_.resize(n);

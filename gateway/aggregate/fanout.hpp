@@ -61,7 +61,7 @@ class fanout final : private call_sink {
   call_request make_request(std::size_t index, std::string& target);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
-  void keep_or_serve_stale(std::size_t index, call_result& result);
+  void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
   static std::string stale_key(const call_request& call);
   void wait_until(clock::time_point due);
 

@@ -2,9 +2,9 @@
 // Turns the call results of one request into the response body. Pure: no I/O, no clock.
 // Each entry is the downstream's object (filtered by the call's `fields`) or, for a failed call, its
 // fallback; plus "source" (the call name) and "degraded", and for a degraded entry, when the route names
-// a `degraded_reason_field`, that field with the outcome ("timeout"). Array: entries in call order; object:
-// keyed by call name. Call names are written without escaping: the configuration allows only A-Z a-z 0-9 - _
-// .
+// a `degraded_reason_field`, that field with the outcome ("timeout"). Array: entries in call order;
+// object: keyed by call name. Call names are written without escaping: the configuration allows only
+// A-Z a-z 0-9 - _ .
 
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_result.hpp"

@@ -2,14 +2,6 @@
 
 namespace gateway {
 
-std::string format_duration(microseconds d) {
-  const auto us = d.count();
-  if (us != 0 && us % 60'000'000 == 0) return std::to_string(us / 60'000'000) + "m";
-  if (us != 0 && us % 1'000'000 == 0) return std::to_string(us / 1'000'000) + "s";
-  if (us % 1'000 == 0) return std::to_string(us / 1'000) + "ms";
-  return std::to_string(us) + "us";
-}
-
 std::string format_listen(const listen_address& a) {
   return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
 }

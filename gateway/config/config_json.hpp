@@ -12,9 +12,6 @@ inline constexpr const char* redacted = "<redacted>";
 
 nlohmann::json effective_config_json(const gateway_config& config);
 
-// "800ms", "2s", "500us": the largest unit that writes the duration exactly.
-std::string format_duration(microseconds d);
-
 // "0.0.0.0:8080", "[::1]:9901".
 std::string format_listen(const listen_address& a);
 

@@ -29,4 +29,12 @@ std::optional<microseconds> parse_duration(std::string_view text) {
   return microseconds(value * scale);
 }
 
+std::string format_duration(microseconds d) {
+  const auto us = d.count();
+  if (us != 0 && us % 60'000'000 == 0) return std::to_string(us / 60'000'000) + "m";
+  if (us != 0 && us % 1'000'000 == 0) return std::to_string(us / 1'000'000) + "s";
+  if (us % 1'000 == 0) return std::to_string(us / 1'000) + "ms";
+  return std::to_string(us) + "us";
+}
+
 }  // namespace gateway

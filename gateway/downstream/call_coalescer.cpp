@@ -57,13 +57,19 @@ void call_coalescer::leader_done(std::string_view target, const call_result& res
   followers waiting = std::move(group->second);
   in_flight_.erase(group);
   if (result.outcome == call_outcome::cancelled) {
-    // No result for the others: the first of them leads with a call of its own.
+    // No result for the others: the first of them leads with a call of its own, which the rest (and
+    // calls for the target from now on) follow. Started from a handler of its own: started here, it
+    // could report, and resume its request's coroutine, inside the leader's report.
     if (waiting.empty()) return;
     auto next = std::move(waiting.front());
     waiting.erase(waiting.begin());
     in_flight_.emplace(next->target, std::move(waiting));
-    next->hook.reset();  // before the call registers its own hook on the same cancel_source
-    return start_call_(next->request, *next->sink, next->index);  // copies what it needs from `next`
+    // Its cancellation from now on is its call's to see (the call checks it before anything else).
+    next->hook.reset();
+    boost::asio::post(ex_, [this, next = std::move(next)] {
+      start_call_(next->request, *next->sink, next->index);  // copies what it needs from `next`; last act
+    });
+    return;
   }
   for (auto& f : waiting) {
     f->hook.reset();  // from now on only the delivery reports it

@@ -8,7 +8,7 @@
 // - When the leader reports, every follower gets a copy of its result, posted (each delivery is the last
 //   act of its own handler). A leader that was cancelled (its own request's deadline or client) has no
 //   result for the others: the first follower becomes the leader with a call of its own, which the rest
-//   now follow.
+//   now follow; that call starts from a posted handler too, never inside the leader's report.
 //
 // Ownership: followers are owned here until their result is delivered or they are cancelled; what their
 // call_request points to (request id, traceparent, parameters) lives in their fan-out, which waits for

@@ -11,11 +11,6 @@ namespace {
 
 constexpr std::uint32_t state_bits = 3;
 
-std::string whole_duration(clock::duration d) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
-}
-
 }  // namespace
 
 std::string_view to_string(circuit_breaker::state s) {
@@ -83,7 +78,7 @@ void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_
           std::uint64_t{seen.failures} * 100 >= std::uint64_t{seen.calls} * settings_.failure_percent) {
         enter(state::open, now,
               std::to_string(seen.failures) + " of " + std::to_string(seen.calls) + " calls failed in " +
-                  whole_duration(settings_.window));
+                  format_duration(settings_.window));
       }
       return;
     }
@@ -111,7 +106,7 @@ void circuit_breaker::enter(state to, clock::time_point now, const std::string& 
     case state::open:
       opened_at_ = now;
       spdlog::warn("circuit of downstream '{}' opened: {}; its calls fall back at once for {}", downstream_,
-                   why, whole_duration(settings_.cooldown));
+                   why, format_duration(settings_.cooldown));
       break;
     case state::half_open:
       spdlog::info("circuit of downstream '{}' half-open: {}", downstream_, why);

@@ -7,10 +7,10 @@ namespace gateway {
 namespace net = boost::asio;
 using boost::system::error_code;
 
-connection_pool::connection_pool(net::any_io_executor ex, std::shared_ptr<const resolved_address> address,
+connection_pool::connection_pool(net::any_io_executor ex, const net::ip::tcp::endpoint& remote,
                                  std::size_t cap, microseconds connect_timeout, microseconds idle_timeout)
     : ex_(std::move(ex)),
-      address_(std::move(address)),
+      remote_(remote),
       cap_(std::max<std::size_t>(cap, 1)),
       connect_timeout_(connect_timeout),
       idle_timeout_(idle_timeout) {}
@@ -19,7 +19,7 @@ connection_pool::handle connection_pool::take_idle(clock::time_point now) {
   while (!idle_.empty()) {
     handle conn = std::move(idle_.back());
     idle_.pop_back();
-    if (now - conn->last_used < idle_timeout_ && conn->socket.is_open() && !conn->stale && current(*conn)) {
+    if (now - conn->last_used < idle_timeout_ && conn->socket.is_open() && !conn->stale) {
       return conn;
     }
     discard(std::move(conn));
@@ -47,17 +47,9 @@ void connection_pool::release_slot() {
   if (!waiters_.empty() && open_ + reserved_ < cap_) wake_first_waiter(nullptr);
 }
 
-connection_pool::handle connection_pool::open(error_code& ec) {
-  const auto generation = address_->generation();
-  const auto endpoint = address_->get();
-  if (!endpoint) {  // the name has not resolved yet
-    ec = net::error::host_not_found;
-    release_slot();
-    return nullptr;
-  }
+connection_pool::handle connection_pool::open() {
   auto conn = std::make_unique<connection>(ex_, *this);
-  conn->generation = generation;
-  conn->remote = *endpoint;
+  conn->remote = remote_;
   return conn;
 }
 
@@ -66,8 +58,8 @@ void connection_pool::dequeue(waiter& w) {
 }
 
 void connection_pool::release(handle conn, clock::time_point now) {
-  // Closed by a cancellation that raced the exchange's end, or opened to an address no longer current.
-  if (retired_ || !conn->socket.is_open() || conn->stale || !current(*conn)) {
+  // Closed by a cancellation that raced the exchange's end, or the address is no longer the downstream's.
+  if (retired_ || !conn->socket.is_open() || conn->stale) {
     discard(std::move(conn));
     return;
   }

@@ -1,14 +1,13 @@
 #pragma once
-// Keep-alive connections to one downstream, owned by one I/O thread (no locking: every member runs on
-// that thread's io_context). At most `cap` connections are open; a caller at the cap waits in FIFO order
-// (a waiter with a timer) until a connection is released or closed, its deadline passes, or it is
-// cancelled. The pool never waits itself: callers drive it (http_call's state machine).
-// Include only from downstream implementation files: it pulls in Beast.
+// Keep-alive connections to one endpoint (address) of a downstream, owned by one I/O thread (no locking:
+// every member runs on that thread's io_context). At most `cap` connections are open; a caller at the cap
+// waits in FIFO order (a waiter with a timer) until a connection is released or closed, its deadline passes,
+// or it is cancelled. The pool never waits itself: callers drive it (http_attempt's state machine). Include
+// only from downstream implementation files: it pulls in Beast.
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/core/duration.hpp"
 #include "gateway/core/read_readiness.hpp"
-#include "gateway/downstream/host_resolver.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -41,9 +40,8 @@ class connection_pool {
     connection_pool& pool;
     read_readiness::listener* user = nullptr;  // the call exchanging on it; null while idle
     clock::time_point last_used{};
-    bool reused = false;           // served an exchange before
-    bool stale = false;            // input arrived while idle: not fit for another exchange
-    std::uint64_t generation = 0;  // of the address it was opened to
+    bool reused = false;  // served an exchange before
+    bool stale = false;   // input arrived while idle: not fit for another exchange
     boost::asio::ip::tcp::endpoint remote;
   };
   using handle = std::unique_ptr<connection>;
@@ -57,7 +55,7 @@ class connection_pool {
     bool slot_freed = false;
   };
 
-  connection_pool(boost::asio::any_io_executor ex, std::shared_ptr<const resolved_address> address,
+  connection_pool(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& remote,
                   std::size_t cap, microseconds connect_timeout, microseconds idle_timeout);
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
@@ -71,9 +69,8 @@ class connection_pool {
   void claim_freed_slot();
   // Gives a taken slot back (to the next waiter, if any).
   void release_slot();
-  // A new, unconnected connection in a taken slot, addressed to the current address; null with `ec` set
-  // (host_not_found) when the name has not resolved yet, and the slot is given back.
-  handle open(boost::system::error_code& ec);
+  // A new, unconnected connection in a taken slot, addressed to the pool's endpoint.
+  handle open();
   void enqueue(waiter& w) { waiters_.push_back(&w); }
   void dequeue(waiter& w);
   const boost::asio::any_io_executor& executor() const { return ex_; }
@@ -95,10 +92,9 @@ class connection_pool {
   void idle_readable(connection& conn);
   void wake_first_waiter(handle conn);
   void close(handle conn);  // closes without waking a waiter
-  bool current(const connection& conn) const { return conn.generation == address_->generation(); }
 
   boost::asio::any_io_executor ex_;
-  std::shared_ptr<const resolved_address> address_;
+  boost::asio::ip::tcp::endpoint remote_;
   std::size_t cap_;
   microseconds connect_timeout_;
   microseconds idle_timeout_;

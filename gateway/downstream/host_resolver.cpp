@@ -20,10 +20,9 @@ std::string to_text(const tcp::endpoint& e) {
 
 }  // namespace
 
-std::optional<tcp::endpoint> resolved_address::get() const {
+bool resolved_address::resolved() const {
   std::lock_guard lock(mutex_);
-  if (endpoints_.empty()) return std::nullopt;
-  return endpoints_.front();
+  return !endpoints_.empty();
 }
 
 std::vector<tcp::endpoint> resolved_address::all() const {
@@ -116,7 +115,7 @@ void host_resolver::resolve(state& st, entry& e) {
     if (!e.failing) {
       spdlog::warn("downstream '{}': cannot resolve {}: {}{}", e.owner, e.host,
                    ec ? ec.message() : "no address",
-                   e.address->get() ? " (keeping the last address)" : " (its calls fall back)");
+                   e.address->resolved() ? " (keeping the last address)" : " (its calls fall back)");
     }
     e.failing = true;
     e.due = clock::now() + e.retry;
@@ -130,7 +129,7 @@ void host_resolver::resolve(state& st, entry& e) {
   for (const auto& r : results) {
     if (r.endpoint().address().is_v4() == any_v4) endpoints.push_back(r.endpoint());
   }
-  const bool had = e.address->get().has_value();
+  const bool had = e.address->resolved();
   if (e.address->set(endpoints) || e.failing) {
     const auto now_all = e.address->all();
     std::string listed;

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,8 +28,8 @@ class resolved_address {
   resolved_address() = default;
   explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoints_{fixed} {}
 
-  // The first current address; nullopt while the name has never resolved.
-  std::optional<boost::asio::ip::tcp::endpoint> get() const;
+  // The name has resolved at least once.
+  bool resolved() const;
   // Every current address, sorted; empty while the name has never resolved.
   std::vector<boost::asio::ip::tcp::endpoint> all() const;
   // Changes whenever the addresses do (read without a lock on every call, to notice a change).

@@ -154,9 +154,7 @@ void http_attempt::exchange(connection_pool::handle conn) {
 }
 
 void http_attempt::connect() {
-  error_code unresolved;
-  conn_ = pool_.open(unresolved);
-  if (!conn_) return fail(unresolved, "host not resolved");
+  conn_ = pool_.open();
   contacted_ = true;
   enter(state::connecting);
   // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
@@ -321,7 +319,7 @@ void http_attempt::finish(call_result&& result, clock::time_point now) {
   memory_budget::release(std::exchange(charged_, 0));
   auto& call = call_;
   const auto slot = slot_;
-  report r{std::move(result), failure_};
+  report r{std::move(result), failure_, now};
   if (timer_) timer_->cancel();  // its handler, due at once, frees the attempt
   free_if_done();
   call.attempt_done(slot, std::move(r));

@@ -43,6 +43,7 @@ class http_attempt final : public read_readiness::listener {
     enum class failure : std::uint8_t { other, connect, reset };
     call_result result;
     failure kind = failure::other;
+    clock::time_point ended;  // when the attempt ended (the call's clock reading for what follows)
   };
 
   // An attempt on `pool` for `call`, which it reports to as attempt `slot`; begin() starts it and may

@@ -25,8 +25,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       index_(index),
       cancel_(*request.cancel),
       deadline_(request.deadline),
-      started_(request.now),
-      timer_(lane.executor()) {
+      started_(request.now) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
@@ -41,26 +40,26 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
   // hedge or retry. Attempts end asynchronously: nothing here reports.
   hook_.emplace(cancel_, [this] {
     cancel_attempts(cancel_.reason());
-    if (timer_use_ != timer_use::none) timer_.cancel();
+    if (timer_use_ != timer_use::none) timer_->cancel();
   });
 }
 
 // A new attempt in a free slot (the first, or a retry after a backoff); its start is the caller's last
 // act, since the attempt may report before it returns.
 void http_call::start_attempt(bool retry) {
-  const bool reserved = std::exchange(retry_reserved_, false);
+  const bool reserved = std::exchange(retry_reserved_, false);  // a retry holds a place in the budget
+  const auto now = retry ? clock::now() : started_;
   if (cancel_.cancelled()) {
     if (reserved) lane_.retry_ended();
-    return report(failure_result(net::error::operation_aborted, "cancelled", true));
+    return report(failure_result(net::error::operation_aborted, "cancelled", true), now);
   }
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
   ++attempts_;
-  retry_slot_[slot] = retry && reserved;
-  const auto now = retry ? clock::now() : started_;
   if (!launch(slot, now, last_failed_)) {  // no address yet
-    if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
-    return report(failure_result(net::error::host_not_found, "host not resolved", false));
+    if (reserved) lane_.retry_ended();
+    return report(failure_result(net::error::host_not_found, "host not resolved", false), now);
   }
+  retry_slot_[slot] = reserved;
   if (!retry && lane_.settings().hedge.enabled) {
     const auto due = now + lane_.hedge_delay();
     if (due < deadline_) arm_timer(timer_use::hedge, due);
@@ -98,13 +97,13 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
                       (res.status == 0 || res.status >= 500 || (res.status >= 200 && res.status < 300));
   auto* endpoint = std::exchange(endpoint_[slot], nullptr);
   if (failed) last_failed_ = endpoint;
-  lane_.attempt_ended(*endpoint, failed, clock::now());
+  lane_.attempt_ended(*endpoint, failed, r.ended);
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
   if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended
   if (r.result.ok()) {
     lane_.record_latency(r.result.latency);
-    return report(std::move(r.result));  // the other attempt, if any, is cancelled
+    return report(std::move(r.result), r.ended);  // the other attempt, if any, is cancelled
   }
   const bool other_live = live_[0] != nullptr || live_[1] != nullptr;
   if (!other_live && worth_retry(r)) {
@@ -112,16 +111,14 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
     // Full jitter over an exponential ceiling: backoff * 2^(retries so far), at most max_backoff.
     auto ceiling = clock::duration(retry.backoff) * (1LL << std::min(attempts_ - 1, 10U));
     ceiling = std::min<clock::duration>(ceiling, retry.max_backoff);
-    const auto due = clock::now() + lane_.jitter(ceiling);
+    const auto due = r.ended + lane_.jitter(ceiling);
     if (due < deadline_ && lane_.try_retry()) {
       retry_reserved_ = true;
-      failure_ = std::move(r.result);
       return arm_timer(timer_use::backoff, due);
     }
   }
-  failure_ = std::move(r.result);
   if (other_live) return;  // the other attempt may still answer; its report decides
-  report(std::move(*failure_));
+  report(std::move(r.result), r.ended);
 }
 
 bool http_call::worth_retry(const http_attempt::report& r) const {
@@ -137,8 +134,9 @@ void http_call::arm_timer(timer_use use, clock::time_point due) {
   timer_use_ = use;
   const auto arming = ++timer_armings_;
   ++timer_waits_;
-  timer_.expires_at(due);  // a wait still set (the hedge's) runs as aborted, and is told apart by `arming`
-  timer_.async_wait([this, arming](const error_code& ec) { timer_fired(ec, arming); });
+  if (!timer_) timer_ = std::make_unique<boost::asio::steady_timer>(lane_.executor());
+  timer_->expires_at(due);  // a wait still set (the hedge's) runs as aborted, and is told apart by `arming`
+  timer_->async_wait([this, arming](const error_code& ec) { timer_fired(ec, arming); });
 }
 
 void http_call::timer_fired(const error_code& ec, unsigned arming) {
@@ -153,7 +151,7 @@ void http_call::timer_fired(const error_code& ec, unsigned arming) {
   if (use == timer_use::backoff) {
     if (ec || cancel_.cancelled()) {  // the fan-out cancelled the call during the backoff
       if (std::exchange(retry_reserved_, false)) lane_.retry_ended();
-      return report(failure_result(net::error::operation_aborted, "cancelled", true));
+      return report(failure_result(net::error::operation_aborted, "cancelled", true), clock::now());
     }
     return start_attempt(true);  // last
   }
@@ -168,8 +166,8 @@ void http_call::cancel_attempts(cancel_reason why) {
 // The call's one report to the fan-out, as the last act of the handler that makes it. The call leaves the
 // fan-out's cancel_source first, cancels what is still going (an attempt that lost, a pending hedge), and
 // frees itself unless those still have to end.
-void http_call::report(call_result result) {
-  result.latency = clock::now() - started_;
+void http_call::report(call_result result, clock::time_point now) {
+  result.latency = now - started_;
   result.contacted = result.contacted || contacted_;
   hook_.reset();
   // The calls that followed this one get a copy (or the first of them a call of its own, when this one was
@@ -178,7 +176,7 @@ void http_call::report(call_result result) {
   cancel_attempts(cancel_reason::settled);
   if (timer_use_ != timer_use::none) {
     timer_use_ = timer_use::none;
-    timer_.cancel();
+    timer_->cancel();
   }
   lane_.call_ended();
   auto* sink = std::exchange(sink_, nullptr);

@@ -7,7 +7,8 @@
 // - a hedge, when the first attempt has not answered after the hedge delay and the lane's hedge budget
 //   allows (hedge_settings; off by default).
 // The first good answer wins: it is reported at once and the other attempt is cancelled (its socket
-// closed). Otherwise the last attempt's failure is reported once no attempt is left and no retry follows.
+// closed). Otherwise the failure of the attempt that ended last is reported, once no attempt is left and
+// no retry follows.
 //
 // States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
 // lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry
@@ -28,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,7 +62,7 @@ class http_call {
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
   void cancel_attempts(cancel_reason why);
-  void report(call_result result);
+  void report(call_result result, clock::time_point now);
   void free_if_done();
 
   http_lane& lane_;
@@ -82,9 +84,9 @@ class http_call {
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry
   bool contacted_ = false;
-  std::optional<call_result> failure_;  // the last failure, reported when nothing better comes
 
-  boost::asio::steady_timer timer_;
+  // The hedge delay or a retry's backoff, one at a time; made at the first of them (most calls have none).
+  std::unique_ptr<boost::asio::steady_timer> timer_;
   timer_use timer_use_ = timer_use::none;
   unsigned timer_armings_ = 0;  // numbers the armings, for a handler that runs after a re-arm
   unsigned timer_waits_ = 0;    // handlers still to run

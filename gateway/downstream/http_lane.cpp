@@ -18,9 +18,7 @@ constexpr std::size_t recompute_every = 16;
 http_lane::endpoint::endpoint(const boost::asio::any_io_executor& ex,
                               const boost::asio::ip::tcp::endpoint& to, std::size_t cap,
                               const downstream_settings& settings)
-    : address(to),
-      pool(ex, std::make_shared<resolved_address>(to), cap, settings.connect_timeout, settings.idle_timeout) {
-}
+    : address(to), pool(ex, to, cap, settings.connect_timeout, settings.idle_timeout) {}
 
 http_lane::http_lane(boost::asio::any_io_executor ex,
                      std::vector<std::shared_ptr<const resolved_address>> sources, std::size_t cap,

@@ -13,6 +13,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_coalescer.hpp"
 #include "gateway/downstream/connection_pool.hpp"
+#include "gateway/downstream/host_resolver.hpp"
 
 #include <array>
 #include <atomic>

@@ -1,8 +1,10 @@
 #pragma once
-// When a failed exchange is tried again, on a new connection: only an exchange on a pooled (reused)
-// connection that failed before any of the answer arrived, the way a connection the downstream closed
-// while it idled fails on first use (end of stream, reset, broken pipe). A new connection is never
-// retried, so a call makes at most one retry; a cancelled call makes none. Pure.
+// When a failed exchange is tried again within its attempt, on a new connection to the same endpoint:
+// only an exchange on a pooled (reused) connection that failed before any of the answer arrived, the way a
+// connection the downstream closed while it idled fails on first use (end of stream, reset, broken pipe).
+// That is the pool's staleness, not the downstream failing, so it costs no retry budget and no backoff; a
+// new connection is never replaced, so an attempt does this at most once, and a cancelled one never.
+// Retries of the call itself (another attempt, after a backoff, within a budget) are http_call's. Pure.
 
 #include <boost/system/error_code.hpp>
 

@@ -73,14 +73,7 @@ std::string format_access_line(const access_entry& e, log_format format) {
     line.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
     line.append(" ").append(e.method).append(" ").append(e.route);
     line.append(" ").append(std::to_string(e.status)).append(" ").append(duration).append("ms");
-    line.append(" degraded=");
-    if (e.degraded.empty()) line += '-';
-    bool first = true;
-    for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
-      if (!first) line += ',';
-      first = false;
-      line.append(name);
-    });
+    line.append(" degraded=").append(e.degraded.empty() ? "-" : degraded_names(e.degraded));
     line.append(" bytes=").append(std::to_string(e.bytes));
     line.append(" client=").append(e.client);
   }

@@ -4,8 +4,10 @@
 // Invariants: put() never consumes more than it was given and stops early only with an error; a finished
 // answer has a status of three digits and a body within the limit; every presented byte lies inside the
 // exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
-// bytes presented at once and in pieces give the same result.
+// bytes presented at once and in pieces give the same result (Cache-Control freshness included, at most
+// a day); and freshness_seconds() on the raw bytes is bounded too.
 
+#include "gateway/downstream/freshness.hpp"
 #include "gateway/downstream/response_parser.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
@@ -26,6 +28,7 @@ struct outcome {
   bool failed = false;  // an error other than need_more, or the connection ended too early
   unsigned status = 0;
   bool keep_alive = false;
+  std::uint32_t fresh_for = 0;
   std::string body;
   std::size_t consumed = 0;
 };
@@ -76,6 +79,8 @@ outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_
   if (o.done) {
     o.status = parser.status();
     o.keep_alive = parser.keep_alive();
+    o.fresh_for = parser.fresh_for();
+    FUZZ_CHECK(o.fresh_for <= 24 * 3600);
     o.body = parser.body();
     FUZZ_CHECK(o.status >= 100 && o.status <= 999);
     FUZZ_CHECK(o.body.size() <= body_limit);
@@ -97,12 +102,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto split = in.byte();
   const auto wire = in.rest();
 
+  // The Cache-Control reading on its own, with the rest as a field value: bounded, never a crash.
+  if (const auto fresh = gateway::freshness_seconds(wire)) FUZZ_CHECK(*fresh <= 24 * 3600);
+
   const auto whole = parse(wire, body_limit, header_limit, fuzz::piece_sizes(0));
   const auto cut = parse(wire, body_limit, header_limit, fuzz::piece_sizes(split));
   FUZZ_CHECK(whole.done == cut.done);
   if (whole.done) {
     FUZZ_CHECK(whole.status == cut.status);
     FUZZ_CHECK(whole.keep_alive == cut.keep_alive);
+    FUZZ_CHECK(whole.fresh_for == cut.fresh_for);
     FUZZ_CHECK(whole.body == cut.body);
     FUZZ_CHECK(whole.consumed == cut.consumed);
   }

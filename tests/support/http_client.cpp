@@ -62,12 +62,7 @@ std::optional<std::string> http_response::header(std::string_view name) const {
 std::optional<std::string> http_response::degraded_calls() const {
   const auto list = header("x-degraded");
   if (!list) return std::nullopt;
-  std::string names;
-  gateway::for_each_degraded(*list, [&](std::string_view name, std::string_view) {
-    if (!names.empty()) names += ',';
-    names += name;
-  });
-  return names;
+  return gateway::degraded_names(*list);
 }
 
 std::optional<std::string> http_response::degraded_reason(std::string_view call) const {
