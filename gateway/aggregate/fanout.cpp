@@ -175,8 +175,8 @@ void fanout::start_call(std::size_t index) {
         if (request.metrics) request.metrics->coroutine_started();
         call_result result;
         try {
-          std::string target;
-          result = (*request.targets)[index]->call(make_request(index, target), child);
+          std::string expanded;
+          result = (*request.targets)[index]->call(make_request(index, expanded), child);
         } catch (const std::exception& e) {
           spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[index].name, e.what());
           result = call_result{};

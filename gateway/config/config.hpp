@@ -86,9 +86,12 @@ struct sql_settings {
 // failed (timeouts and errors), once at least `min_calls` were made in it, or after
 // `consecutive_failures` failures in a row (0: that rule off). Open, calls fall back at once without
 // I/O; after `cooldown` it lets `half_open_calls` probe calls through and closes when all of them
-// succeed, or opens again on the first that fails.
+// succeed, or opens again on the first that fails. With `per_endpoint`, each endpoint of an HTTP
+// downstream with several has a breaker of its own with the same settings, judging the attempts sent to
+// it: an open one is left out of the balancing.
 struct breaker_settings {
   bool enabled = true;
+  bool per_endpoint = true;
   microseconds window = std::chrono::seconds(10);
   unsigned min_calls = 20;
   unsigned failure_percent = 50;

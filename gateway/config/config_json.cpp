@@ -64,6 +64,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
   }
   const auto& b = d.breaker;
   j["circuit_breaker"] = {{"enabled", b.enabled},
+                          {"per_endpoint", b.per_endpoint},
                           {"window", format_duration(b.window)},
                           {"min_calls", b.min_calls},
                           {"failure_percent", b.failure_percent},

@@ -58,6 +58,7 @@ void read_breaker(config_parse_state& state, const YAML::Node& node, downstream_
   auto& b = d.breaker;
   yaml_reader r(node, state.errors, "downstream '" + d.name + "'.circuit_breaker");
   r.boolean("enabled", b.enabled);
+  r.boolean("per_endpoint", b.per_endpoint);
   r.duration("window", b.window);
   r.unsigned_int("min_calls", b.min_calls, 1, 1'000'000);
   r.unsigned_int("failure_percent", b.failure_percent, 1, 100);

@@ -25,15 +25,24 @@ std::string_view to_string(circuit_breaker::state s) {
   return "closed";
 }
 
-circuit_breaker::circuit_breaker(std::string downstream, const breaker_settings& settings)
-    : downstream_(std::move(downstream)), settings_(settings), epoch_(clock::now()) {}
+circuit_breaker::circuit_breaker(std::string downstream, const breaker_settings& settings,
+                                 std::string endpoint)
+    : downstream_(std::move(downstream)),
+      endpoint_(std::move(endpoint)),
+      subject_(endpoint_.empty() ? "downstream '" + downstream_ + "'"
+                                 : "endpoint " + endpoint_ + " of downstream '" + downstream_ + "'"),
+      settings_(settings),
+      epoch_(clock::now()) {}
 
 circuit_breaker::ticket circuit_breaker::allow(clock::time_point now) {
   const auto word = word_.load(std::memory_order_acquire);
-  if (static_cast<state>(word & state_bits) == state::closed) return {word >> 2, true, false};
+  const auto now_state = static_cast<state>(word & state_bits);
+  if (now_state == state::closed) return {word >> 2, true, false};
+  if (now_state == state::open && now.time_since_epoch().count() < reopen_at_.load(std::memory_order_relaxed))
+    return {};  // cooling down: refused without the lock
   std::lock_guard lock(mutex_);
   if (current() == state::open) {
-    if (now < opened_at_ + settings_.cooldown) return {};
+    if (now.time_since_epoch().count() < reopen_at_.load(std::memory_order_relaxed)) return {};
     enter(state::half_open, now,
           "letting " + std::to_string(settings_.half_open_calls) + " probe calls through");
   }
@@ -98,18 +107,20 @@ void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_
 
 void circuit_breaker::enter(state to, clock::time_point now, const std::string& why) {
   const auto generation = (word_.load(std::memory_order_relaxed) >> 2) + 1;
+  if (to == state::open)  // before the state, which readers load first
+    reopen_at_.store((now + settings_.cooldown).time_since_epoch().count(), std::memory_order_relaxed);
   word_.store(generation << 2 | static_cast<std::uint32_t>(to), std::memory_order_release);
   transitions_[static_cast<std::size_t>(to)].fetch_add(1, std::memory_order_relaxed);
   probes_started_ = 0;
   probes_succeeded_ = 0;
   switch (to) {
     case state::open:
-      opened_at_ = now;
-      spdlog::warn("circuit of downstream '{}' opened: {}; its calls fall back at once for {}", downstream_,
-                   why, format_duration(settings_.cooldown));
+      spdlog::warn("circuit of {} opened: {}; {} for {}", subject_, why,
+                   endpoint_.empty() ? "its calls fall back at once" : "no attempt goes to it",
+                   format_duration(settings_.cooldown));
       break;
     case state::half_open:
-      spdlog::info("circuit of downstream '{}' half-open: {}", downstream_, why);
+      spdlog::info("circuit of {} half-open: {}", subject_, why);
       break;
     case state::closed:
       for (auto& b : window_) {
@@ -118,7 +129,7 @@ void circuit_breaker::enter(state to, clock::time_point now, const std::string& 
         b.slot.store(-1, std::memory_order_relaxed);
       }
       consecutive_.store(0, std::memory_order_relaxed);
-      spdlog::info("circuit of downstream '{}' closed: {}", downstream_, why);
+      spdlog::info("circuit of {} closed: {}", subject_, why);
       break;
   }
 }

@@ -1,7 +1,9 @@
 #pragma once
-// One downstream's circuit breaker, shared by every I/O thread (breaker_settings says when it opens and
-// closes). The fan-out asks allow() before it starts a call and record()s the outcome with the ticket it
-// got: a call refused by an open breaker falls back at once (outcome circuit_open) and costs no I/O.
+// One downstream's circuit breaker, or one endpoint's of a downstream with several, shared by every I/O
+// thread (breaker_settings says when it opens and closes). The fan-out asks the downstream's allow()
+// before it starts a call and record()s the outcome with the ticket it got: a call refused by an open
+// breaker falls back at once (outcome circuit_open) and costs no I/O. An endpoint's breaker is asked the
+// same way by the lane when it picks the endpoint for an attempt (http_lane): an open one is left out.
 //
 //   closed --(failure ratio over the window, or N failures in a row)--> open
 //   open --(cooldown passed, at the next call)--> half_open
@@ -12,9 +14,9 @@
 // success; cancelled and locally rejected calls count neither way (a cancelled probe gives its place
 // back). Each transition is logged once (warn when it opens, info otherwise) and counted.
 //
-// Thread safety: allow() in the closed state reads one atomic, and so does record() of a success there
-// (plus one counter increment); everything else takes a mutex held for a few counter updates and, at a
-// transition, one log line; never across I/O, a callback or a wake-up.
+// Thread safety: allow() in the closed state, or open within the cooldown, reads one or two atomics, and
+// so does record() of a success while closed (plus one counter increment); everything else takes a mutex held
+// for a few counter updates and, at a transition, one log line; never across I/O, a callback or a wake-up.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/duration.hpp"
@@ -38,7 +40,8 @@ class circuit_breaker {
     bool probe = false;    // a half-open probe
   };
 
-  circuit_breaker(std::string downstream, const breaker_settings& settings);
+  // `endpoint`: empty for the downstream's own breaker, else the endpoint's address ("10.0.0.7:8080").
+  circuit_breaker(std::string downstream, const breaker_settings& settings, std::string endpoint = {});
 
   ticket allow(clock::time_point now);
   void record(const ticket& t, call_outcome outcome, clock::time_point now);
@@ -48,6 +51,7 @@ class circuit_breaker {
     return transitions_[static_cast<std::size_t>(s)].load(std::memory_order_relaxed);
   }
   const std::string& downstream() const { return downstream_; }
+  const std::string& endpoint() const { return endpoint_; }
 
  private:
   static constexpr std::size_t buckets = 10;  // the window in tenths
@@ -70,16 +74,18 @@ class circuit_breaker {
   std::int64_t slot_of(clock::time_point now) const;
 
   const std::string downstream_;
+  const std::string endpoint_;
+  const std::string subject_;  // in log lines: "downstream 'x'", or "endpoint a:p of downstream 'x'"
   const breaker_settings settings_;
   const clock::time_point epoch_;
   // generation << 2 | state: read without the lock by allow() and the metrics.
   std::atomic<std::uint32_t> word_{0};
   std::array<std::atomic<std::uint64_t>, 3> transitions_{};
+  std::atomic<clock::rep> reopen_at_{0};  // while open: when the cooldown ends (since the clock's epoch)
 
   mutable std::mutex mutex_;  // guards what follows
   std::array<bucket, buckets> window_{};
   std::atomic<unsigned> consecutive_{0};
-  clock::time_point opened_at_{};
   unsigned probes_started_ = 0;
   unsigned probes_succeeded_ = 0;
 };

@@ -55,8 +55,14 @@ void http_call::start_attempt(bool retry) {
   }
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
   ++attempts_;
-  if (!launch(slot, now, last_failed_)) {  // no address yet
+  if (const auto l = launch(slot, now, last_failed_); l != launched::yes) {
     if (reserved) lane_.retry_ended();
+    if (l == launched::refused) {  // no I/O: like the downstream's own open breaker
+      call_result result;
+      result.outcome = call_outcome::circuit_open;
+      result.detail = "every endpoint's circuit is open";
+      return report(std::move(result), now);
+    }
     return report(failure_result(net::error::host_not_found, "host not resolved", false), now);
   }
   retry_slot_[slot] = reserved;
@@ -70,19 +76,22 @@ void http_call::start_attempt(bool retry) {
 // The hedge: a second attempt beside the first, which goes on, on another endpoint where there is one.
 void http_call::start_hedge() {
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
-  if (!launch(slot, clock::now(), endpoint_[1 - slot])) return;
+  if (launch(slot, clock::now(), endpoint_[1 - slot]) != launched::yes) return;
   live_[slot]->begin();
 }
 
-// Picks the endpoint and creates the attempt in `slot` (begin() is the caller's last act); false when the
-// downstream has no address.
-bool http_call::launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid) {
-  auto* endpoint = lane_.pick(now, avoid);
-  if (endpoint == nullptr) return false;
+// Picks the endpoint and creates the attempt in `slot` (begin() is the caller's last act), unless the
+// downstream has no address or every endpoint's breaker refused.
+http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
+                                      const http_lane::endpoint* avoid) {
+  const auto choice = lane_.pick(now, avoid);
+  if (choice.to == nullptr) return choice.refused ? launched::refused : launched::no_address;
+  auto* endpoint = choice.to;
   endpoint_[slot] = endpoint;
+  ticket_[slot] = choice.ticket;
   live_[slot] = http_attempt::create(*this, slot, head_, endpoint->pool, lane_.settings().max_response_bytes,
                                      deadline_, now);
-  return true;
+  return launched::yes;
 }
 
 void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
@@ -97,7 +106,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
                       (res.status == 0 || res.status >= 500 || (res.status >= 200 && res.status < 300));
   auto* endpoint = std::exchange(endpoint_[slot], nullptr);
   if (failed) last_failed_ = endpoint;
-  lane_.attempt_ended(*endpoint, failed, r.ended);
+  lane_.attempt_ended(*endpoint, ticket_[slot], failed, res.ok(), r.ended);
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
   if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended

@@ -57,7 +57,8 @@ class http_call {
 
   void start_attempt(bool retry);
   void start_hedge();
-  bool launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid);
+  enum class launched : std::uint8_t { yes, no_address, refused };
+  launched launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid);
   void arm_timer(timer_use use, clock::time_point due);
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
@@ -77,9 +78,10 @@ class http_call {
   char head_inline_[256];
   std::string coalesce_key_;  // the target, when the lane coalesces: this call leads the calls for it
 
-  std::array<http_attempt*, 2> live_{};             // attempts still to report, by slot
-  std::array<http_lane::endpoint*, 2> endpoint_{};  // where each live attempt goes
-  http_lane::endpoint* last_failed_ = nullptr;      // a retry avoids it (compared, never used)
+  std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
+  std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes
+  std::array<circuit_breaker::ticket, 2> ticket_{};  // what its endpoint's breaker allowed
+  http_lane::endpoint* last_failed_ = nullptr;       // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry

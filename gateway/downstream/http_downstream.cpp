@@ -1,5 +1,6 @@
 #include "gateway/downstream/http_downstream.hpp"
 
+#include "gateway/downstream/endpoint_breakers.hpp"
 #include "gateway/downstream/http_call.hpp"
 #include "gateway/downstream/http_lane.hpp"
 
@@ -29,8 +30,11 @@ http_downstream::http_downstream(const downstream_settings& settings,
                              " I/O threads (each keeps its own connections): raise it or set server.threads");
   }
   const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
+  if (settings_.breaker.enabled && settings_.breaker.per_endpoint)
+    breakers_ = std::make_unique<endpoint_breakers>(settings_.name, settings_.breaker);
   for (auto* ioc : workers) {
-    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_));
+    lanes_.push_back(
+        std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_, breakers_.get()));
     if (settings_.coalesce) {
       lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](
                                            const call_request& request, call_sink& sink, std::size_t index) {

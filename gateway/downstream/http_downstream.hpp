@@ -17,6 +17,7 @@
 
 namespace gateway {
 
+class endpoint_breakers;
 class host_resolver;
 class http_lane;
 
@@ -40,11 +41,14 @@ class http_downstream final : public downstream {
   std::uint64_t ejections() const;  // endpoint ejections, summed over the I/O threads
   std::uint64_t coalesced() const;  // calls that shared another's downstream request
   unsigned endpoint_count() const;  // addresses it balances over now
+  // Its endpoints' circuit breakers (circuit_breaker.per_endpoint); null when off.
+  const endpoint_breakers* breakers() const { return breakers_.get(); }
 
  private:
   downstream_settings settings_;
   request_head head_;
-  std::vector<std::unique_ptr<http_lane>> lanes_;  // indexed by worker
+  std::unique_ptr<endpoint_breakers> breakers_;
+  std::vector<std::unique_ptr<http_lane>> lanes_;  // indexed by worker; they use breakers_
 };
 
 }  // namespace gateway

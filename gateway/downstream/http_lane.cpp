@@ -1,9 +1,12 @@
 #include "gateway/downstream/http_lane.hpp"
 
+#include "gateway/downstream/endpoint_breakers.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/container/small_vector.hpp>
 
 #include <algorithm>
+#include <utility>
 
 namespace gateway {
 
@@ -22,47 +25,73 @@ http_lane::endpoint::endpoint(const boost::asio::any_io_executor& ex,
 
 http_lane::http_lane(boost::asio::any_io_executor ex,
                      std::vector<std::shared_ptr<const resolved_address>> sources, std::size_t cap,
-                     const downstream_settings& settings)
+                     const downstream_settings& settings, endpoint_breakers* breakers)
     : ex_(std::move(ex)),
       sources_(std::move(sources)),
       cap_(cap),
       settings_(settings),
+      breakers_(breakers),
       random_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this))) {}
 
-http_lane::endpoint* http_lane::pick(clock::time_point now, const endpoint* avoid) {
+http_lane::choice http_lane::pick(clock::time_point now, const endpoint* avoid) {
   refresh();
   if (endpoints_.size() == 1) {  // the usual case: one address
     auto& only = *endpoints_.front();
-    if (only.removed) return nullptr;
+    if (only.removed) return {};
     ++only.in_flight;
-    return &only;
+    return {&only, {}, false};
   }
   boost::container::small_vector<endpoint*, 16> candidates;
+  boost::container::small_vector<endpoint*, 4> refused;  // by their breakers, in this pick
   const auto gather = [&](bool ejected_too, bool avoid_too) {
     for (auto& e : endpoints_) {
-      if (e->removed || (!ejected_too && now < e->ejected_until) || (!avoid_too && e.get() == avoid))
+      if (e->removed || (!ejected_too && now < e->ejected_until) || (!avoid_too && e.get() == avoid) ||
+          std::find(refused.begin(), refused.end(), e.get()) != refused.end())
         continue;
       candidates.push_back(e.get());
     }
   };
-  gather(false, false);
-  if (candidates.empty()) gather(true, false);
-  if (candidates.empty()) gather(true, true);
-  if (candidates.empty()) return nullptr;
-  endpoint* chosen = candidates.front();
-  if (candidates.size() > 1) {
-    std::uniform_int_distribution<std::size_t> any(0, candidates.size() - 1);
-    const auto a = any(random_);
-    auto b = any(random_);
-    if (b == a) b = (a + 1) % candidates.size();
-    chosen = candidates[b]->in_flight < candidates[a]->in_flight ? candidates[b] : candidates[a];
+  const bool ask_breakers = live_ > 1;
+  for (const auto& [ejected_too, avoid_too] :
+       {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}}) {
+    candidates.clear();
+    gather(ejected_too, avoid_too);
+    while (!candidates.empty()) {
+      auto at = std::size_t{0};
+      if (candidates.size() > 1) {
+        std::uniform_int_distribution<std::size_t> any(0, candidates.size() - 1);
+        const auto a = any(random_);
+        auto b = any(random_);
+        if (b == a) b = (a + 1) % candidates.size();
+        at = candidates[b]->in_flight < candidates[a]->in_flight ? b : a;
+      }
+      endpoint* chosen = candidates[at];
+      circuit_breaker::ticket ticket;
+      if (ask_breakers && chosen->breaker) {
+        ticket = chosen->breaker->allow(now);
+        if (!ticket.allowed) {
+          refused.push_back(chosen);
+          candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(at));
+          continue;
+        }
+      }
+      ++chosen->in_flight;
+      return {chosen, ticket, false};
+    }
   }
-  ++chosen->in_flight;
-  return chosen;
+  return {nullptr, {}, !refused.empty()};
 }
 
-void http_lane::attempt_ended(endpoint& e, bool failed, clock::time_point now) {
+void http_lane::attempt_ended(endpoint& e, const circuit_breaker::ticket& ticket, bool failed, bool good,
+                              clock::time_point now) {
   --e.in_flight;
+  if (ticket.allowed) {
+    e.breaker->record(ticket,
+                      failed ? call_outcome::error
+                      : good ? call_outcome::ok
+                             : call_outcome::cancelled,
+                      now);
+  }
   if (!failed) {
     e.failures = 0;
     return;
@@ -122,8 +151,11 @@ void http_lane::refresh() {
     for (const auto& address : now) {
       const bool known = std::any_of(endpoints_.begin(), endpoints_.end(),
                                      [&](const auto& e) { return !e->removed && e->address == address; });
-      if (!known) endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_));
+      if (known) continue;
+      endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_));
+      if (breakers_ != nullptr) endpoints_.back()->breaker = breakers_->at(address);
     }
+    live_ = now.size();
     endpoint_count_.store(static_cast<unsigned>(now.size()), std::memory_order_relaxed);
   }
   if (retired_ == 0) return;

@@ -5,6 +5,11 @@
 // flight, recent hedges, recent good latencies). Owned by http_downstream, one per I/O thread, and used
 // only on that thread: no locking, except reading the metrics' counters.
 //
+// With several endpoints, each also has a circuit breaker of its own (endpoint_breakers, shared by the
+// lanes): an endpoint whose breaker refuses is left out like an ejected one, and when every endpoint's
+// breaker refuses, the attempt is not made (the call ends circuit_open). A lone endpoint's breaker is
+// never asked: the downstream's own breaker judges the same calls.
+//
 // Endpoints follow the downstream's addresses (host_resolver): at each pick the lane checks whether any
 // changed (one atomic load per source); a new address gets an endpoint, one that went away is retired
 // (its idle connections closed, the rest closed as they come back) and freed once no attempt uses it.
@@ -12,6 +17,7 @@
 
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_coalescer.hpp"
+#include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/host_resolver.hpp"
 
@@ -23,6 +29,8 @@
 #include <vector>
 
 namespace gateway {
+
+class endpoint_breakers;
 
 class http_lane {
  public:
@@ -37,11 +45,20 @@ class http_lane {
     unsigned ejections = 0;  // so far: the next lasts one base_time longer
     clock::time_point ejected_until{};
     bool removed = false;  // no longer an address of the downstream: retired, freed once unused
+    std::shared_ptr<circuit_breaker> breaker;  // this address's, shared with the other lanes; may be null
   };
 
-  // `sources`: the url's host, or each configured endpoint; `cap`: connections per endpoint.
+  // Where an attempt goes (pick()).
+  struct choice {
+    endpoint* to = nullptr;          // null: no address yet, or every endpoint's breaker refused
+    circuit_breaker::ticket ticket;  // from `to`'s breaker, when it was asked (several endpoints)
+    bool refused = false;            // null because every endpoint's breaker refused
+  };
+
+  // `sources`: the url's host, or each configured endpoint; `cap`: connections per endpoint; `breakers`:
+  // the endpoints' circuit breakers (null: none), which must outlive the lane.
   http_lane(boost::asio::any_io_executor ex, std::vector<std::shared_ptr<const resolved_address>> sources,
-            std::size_t cap, const downstream_settings& settings);
+            std::size_t cap, const downstream_settings& settings, endpoint_breakers* breakers);
 
   const boost::asio::any_io_executor& executor() const { return ex_; }
   // Identical calls in flight share one (settings.coalesce); null when off.
@@ -52,11 +69,14 @@ class http_lane {
   const downstream_settings& settings() const { return settings_; }
 
   // The endpoint for a new attempt: of those neither ejected nor `avoid` (another attempt's), the one
-  // with fewer attempts in flight of two picked at random; ejected ones and then `avoid` only when nothing
-  // else is left. Counted in flight until attempt_ended(). Null while the downstream has no address.
-  endpoint* pick(clock::time_point now, const endpoint* avoid);
-  // The attempt on `e` ended; `failed`: it failed in a way that counts against the endpoint.
-  void attempt_ended(endpoint& e, bool failed, clock::time_point now);
+  // with fewer attempts in flight of two picked at random, if its breaker allows (else the next pick);
+  // ejected ones and then `avoid` only when nothing else is left. Counted in flight until
+  // attempt_ended().
+  choice pick(clock::time_point now, const endpoint* avoid);
+  // The attempt on `e` ended, with `ticket` from its pick; `failed`: it failed in a way that counts
+  // against the endpoint; `good`: it answered well (neither: it was cancelled, or answered 4xx).
+  void attempt_ended(endpoint& e, const circuit_breaker::ticket& ticket, bool failed, bool good,
+                     clock::time_point now);
   void close_idle();
 
   // A call starts and ends (every call, for the retry budget).
@@ -95,7 +115,9 @@ class http_lane {
   std::size_t cap_;
   std::vector<std::unique_ptr<endpoint>> endpoints_;
   std::size_t retired_ = 0;  // removed endpoints not freed yet
+  std::size_t live_ = 0;     // endpoints not removed
   const downstream_settings& settings_;
+  endpoint_breakers* breakers_;
   unsigned calls_ = 0;
   unsigned retries_ = 0;
   // Calls and hedges in two 5 s buckets: the current one and the one before.

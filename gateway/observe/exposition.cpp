@@ -2,6 +2,7 @@
 
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
+#include "gateway/downstream/endpoint_breakers.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/downstream/stale_cache.hpp"
 #include "gateway/observe/logging.hpp"
@@ -76,6 +77,34 @@ void render_breakers(prometheus_writer& out, const std::vector<const circuit_bre
   }
 }
 
+// The breakers of the endpoints of downstreams with several (circuit_breaker.per_endpoint).
+void render_endpoint_breakers(prometheus_writer& out,
+                              const std::vector<const http_downstream*>& downstreams) {
+  std::vector<std::shared_ptr<const circuit_breaker>> all;
+  for (const auto* d : downstreams) {
+    if (const auto* breakers = d->breakers()) {
+      auto some = breakers->all();
+      all.insert(all.end(), some.begin(), some.end());
+    }
+  }
+  out.family("gateway_endpoint_circuit_state", "gauge",
+             "State of each endpoint's circuit breaker (downstreams with several endpoints): 0 closed, 1 "
+             "half-open, 2 open.");
+  for (const auto& b : all)
+    out.sample("gateway_endpoint_circuit_state",
+               {{"downstream", b->downstream()}, {"endpoint", b->endpoint()}},
+               static_cast<double>(static_cast<int>(b->current())));
+  out.family("gateway_endpoint_circuit_transitions_total", "counter",
+             "Endpoint circuit breaker transitions by the state entered.");
+  for (const auto& b : all) {
+    for (auto to :
+         {circuit_breaker::state::closed, circuit_breaker::state::half_open, circuit_breaker::state::open})
+      out.sample("gateway_endpoint_circuit_transitions_total",
+                 {{"downstream", b->downstream()}, {"endpoint", b->endpoint()}, {"to", to_string(to)}},
+                 static_cast<double>(b->transitions_to(to)));
+  }
+}
+
 // One family with one sample per downstream: `value(d)` for each of `items`, labelled by `name_of(d)`.
 template <class Items, class Name, class Value>
 void per_downstream(prometheus_writer& out, std::string_view family, std::string_view type,
@@ -103,6 +132,7 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
   per_downstream(out, "gateway_downstream_endpoints", "gauge",
                  "Addresses a downstream's calls are balanced over.", downstreams, name,
                  [](const http_downstream* d) { return d->endpoint_count(); });
+  render_endpoint_breakers(out, downstreams);
 }
 
 void render_stale(prometheus_writer& out,

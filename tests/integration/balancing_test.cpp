@@ -93,3 +93,59 @@ TEST_CASE("balancing: an endpoint that refuses connections is retried around and
   CHECK(metric(gw, "gateway_downstream_endpoints", {{"downstream", "coupon"}}) == 3);
   CHECK(metric(gw, "gateway_endpoint_ejections_total", {{"downstream", "coupon"}}) >= 1);
 }
+
+TEST_CASE("balancing: an endpoint failing every other call opens its own breaker, and probes close it",
+          "[resilience][balancing][breaker]") {
+  mock_downstream mock(3, {"--delay", "2ms"});
+  const auto bad = mock.ports()[0];
+  const std::string bad_label = "127.0.0.1:" + std::to_string(bad);
+  // Half its calls fail, never five in a row: outlier ejection (at its defaults) cannot see it, the
+  // endpoint's breaker can. The 503s are retried on another endpoint, so no answer is degraded.
+  gateway_process gw(balanced_config(
+      mock, "    circuit_breaker: {min_calls: 8, failure_percent: 30, cooldown: 2s, half_open_calls: 2}\n"));
+  mock.control("coupon", "flaky", "", bad);
+  send(gw, 90, "P");
+  REQUIRE(metric(gw, "gateway_endpoint_circuit_state", {{"downstream", "coupon"}, {"endpoint", bad_label}}) ==
+          2);
+  CHECK(metric(gw, "gateway_endpoint_circuit_transitions_total",
+               {{"downstream", "coupon"}, {"endpoint", bad_label}, {"to", "open"}}) == 1);
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "coupon"}}) == 0);  // the downstream's: closed
+  for (auto port : {mock.ports()[1], mock.ports()[2]}) {
+    const std::string label = "127.0.0.1:" + std::to_string(port);
+    CHECK(metric(gw, "gateway_endpoint_circuit_state", {{"downstream", "coupon"}, {"endpoint", label}}) == 0);
+  }
+  // Open: no attempt reaches it.
+  const auto seen = coupon_on(mock, bad);
+  send(gw, 30, "Q");
+  CHECK(coupon_on(mock, bad) == seen);
+
+  // Healthy again: after the cooldown its probes succeed and close it; calls reach it again.
+  mock.control("coupon", "ok", "", bad);
+  std::this_thread::sleep_for(2100ms);
+  send(gw, 60, "S");
+  CHECK(coupon_on(mock, bad) > seen);
+  CHECK(metric(gw, "gateway_endpoint_circuit_state", {{"downstream", "coupon"}, {"endpoint", bad_label}}) ==
+        0);
+  CHECK(metric(gw, "gateway_endpoint_circuit_transitions_total",
+               {{"downstream", "coupon"}, {"endpoint", bad_label}, {"to", "closed"}}) == 1);
+  CHECK(gw.process().stderr_text().find("circuit of endpoint " + bad_label +
+                                        " of downstream 'coupon' opened") != std::string::npos);
+}
+
+TEST_CASE("balancing: with every endpoint's breaker open, calls fall back at once as circuit_open",
+          "[resilience][balancing][breaker]") {
+  mock_downstream mock(2, {"--delay", "2ms"});
+  gateway_process gw(
+      balanced_config(mock,
+                      "    retry: {attempts: 1}\n"
+                      "    outlier_ejection: {consecutive_failures: 0}\n"
+                      "    circuit_breaker: {min_calls: 1000, consecutive_failures: 3, cooldown: 30s}\n"));
+  mock.control("coupon", "unavailable");
+  // The downstream's breaker needs 1000 calls; each endpoint's opens after 3 failures in a row.
+  for (int i = 0; i < 20; ++i) (void)http_get(gw.port(), offer_target("O" + std::to_string(i)));
+  const auto before = mock.path_counter(mock.stats(), "coupon", "requests");
+  const auto r = http_get(gw.port(), offer_target("O-last"));
+  check_offer(r, "O-last", {"coupon"});
+  CHECK(r.header("X-Degraded").value_or("").find("coupon;reason=circuit_open") != std::string::npos);
+  CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == before);
+}

@@ -156,12 +156,13 @@ TEST_CASE("a downstream's circuit breaker is on by default and read from circuit
   CHECK(d.min_calls == 20);
   CHECK(d.failure_percent == 50);
   CHECK(d.consecutive_failures == 0);
+  CHECK(d.per_endpoint);
 
   std::string text = good;
   text.replace(
       text.find("    max_connections: 16"), 23,
       "    max_connections: 16\n    circuit_breaker: {window: 30s, min_calls: 5, failure_percent: 20, "
-      "consecutive_failures: 0, cooldown: 250ms, half_open_calls: 4}");
+      "consecutive_failures: 0, cooldown: 250ms, half_open_calls: 4, per_endpoint: false}");
   const auto r = load_config_text(text, "t.yaml");
   REQUIRE(r.errors.empty());
   const auto& b = r.config->downstreams[0].breaker;
@@ -171,9 +172,11 @@ TEST_CASE("a downstream's circuit breaker is on by default and read from circuit
   CHECK(b.consecutive_failures == 0);
   CHECK(b.cooldown == std::chrono::milliseconds(250));
   CHECK(b.half_open_calls == 4);
+  CHECK_FALSE(b.per_endpoint);
   const auto shown = effective_config_json(*r.config)["downstreams"]["inventory"]["circuit_breaker"];
   CHECK(shown["cooldown"] == "250ms");
   CHECK(shown["enabled"] == true);
+  CHECK(shown["per_endpoint"] == false);
 }
 
 TEST_CASE("an http downstream reads retry and hedge; retries are on and hedges off by default", "[config]") {

@@ -4,6 +4,8 @@
 
 #include "gateway/downstream/http_lane.hpp"
 
+#include "gateway/downstream/endpoint_breakers.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
@@ -29,11 +31,16 @@ std::vector<std::shared_ptr<const resolved_address>> fixed(std::initializer_list
 
 struct lane_fixture {
   explicit lane_fixture(downstream_settings s,
-                        std::vector<std::shared_ptr<const resolved_address>> sources = fixed({9}))
-      : settings(std::move(s)), lane(ioc.get_executor(), std::move(sources), 4, settings) {}
+                        std::vector<std::shared_ptr<const resolved_address>> sources = fixed({9}),
+                        bool endpoint_breakers_on = false)
+      : settings(std::move(s)),
+        breakers("d", settings.breaker),
+        lane(ioc.get_executor(), std::move(sources), 4, settings,
+             endpoint_breakers_on ? &breakers : nullptr) {}
 
   boost::asio::io_context ioc;
   downstream_settings settings;
+  endpoint_breakers breakers;
   http_lane lane;
 };
 
@@ -117,7 +124,7 @@ TEST_CASE("http lane: attempts spread over the endpoints by attempts in flight")
   std::map<std::uint16_t, int> picked;
   std::vector<http_lane::endpoint*> held;
   for (int i = 0; i < 30; ++i) {
-    auto* e = f.lane.pick(now, nullptr);
+    auto* e = f.lane.pick(now, nullptr).to;
     REQUIRE(e != nullptr);
     ++picked[e->address.port()];
     held.push_back(e);
@@ -127,7 +134,7 @@ TEST_CASE("http lane: attempts spread over the endpoints by attempts in flight")
   for (const auto& [port, n] : picked) CHECK(n >= 7);
   CHECK(f.lane.endpoint_count() == 3);
   // `avoid` is left out while another is there.
-  for (int i = 0; i < 20; ++i) CHECK(f.lane.pick(now, held[0]) != held[0]);
+  for (int i = 0; i < 20; ++i) CHECK(f.lane.pick(now, held[0]).to != held[0]);
 }
 
 TEST_CASE("http lane: an endpoint failing in a row is ejected, for longer each time, and comes back") {
@@ -136,29 +143,29 @@ TEST_CASE("http lane: an endpoint failing in a row is ejected, for longer each t
   s.ejection.base_time = 1s;
   lane_fixture f(s, fixed({9001, 9002, 9003}));
   const auto now = clock::now();
-  auto* bad = f.lane.pick(now, nullptr);
+  auto* bad = f.lane.pick(now, nullptr).to;
   for (int i = 0; i < 3; ++i) {
     ++bad->in_flight;
-    f.lane.attempt_ended(*bad, true, now);
+    f.lane.attempt_ended(*bad, {}, true, false, now);
   }
-  f.lane.attempt_ended(*bad, false, now);  // the pick's own
+  f.lane.attempt_ended(*bad, {}, false, true, now);  // the pick's own
   CHECK(f.lane.ejections() == 1);
   for (int i = 0; i < 30; ++i) {
-    auto* e = f.lane.pick(now + 500ms, nullptr);
+    auto* e = f.lane.pick(now + 500ms, nullptr).to;
     CHECK(e != bad);
-    f.lane.attempt_ended(*e, false, now);
+    f.lane.attempt_ended(*e, {}, false, true, now);
   }
   bool back = false;
   for (int i = 0; i < 30 && !back; ++i) {
-    auto* e = f.lane.pick(now + 1100ms, nullptr);
+    auto* e = f.lane.pick(now + 1100ms, nullptr).to;
     back = e == bad;
-    f.lane.attempt_ended(*e, false, now);
+    f.lane.attempt_ended(*e, {}, false, true, now);
   }
   CHECK(back);
   // The second ejection lasts twice as long.
   for (int i = 0; i < 3; ++i) {
     ++bad->in_flight;
-    f.lane.attempt_ended(*bad, true, now + 2s);
+    f.lane.attempt_ended(*bad, {}, true, false, now + 2s);
   }
   CHECK(f.lane.ejections() == 2);
   CHECK(bad->ejected_until == now + 2s + 2s);
@@ -171,19 +178,19 @@ TEST_CASE("http lane: never more than max_percent of the endpoints are ejected; 
   SECTION("two endpoints: one may go, not both") {
     lane_fixture f(s, fixed({9001, 9002}));
     const auto now = clock::now();
-    auto* a = f.lane.pick(now, nullptr);
-    auto* b = f.lane.pick(now, a);
-    f.lane.attempt_ended(*a, true, now);
-    f.lane.attempt_ended(*b, true, now);
+    auto* a = f.lane.pick(now, nullptr).to;
+    auto* b = f.lane.pick(now, a).to;
+    f.lane.attempt_ended(*a, {}, true, false, now);
+    f.lane.attempt_ended(*b, {}, true, false, now);
     CHECK(f.lane.ejections() == 1);
   }
   SECTION("one endpoint") {
     lane_fixture f(s);
     const auto now = clock::now();
-    auto* only = f.lane.pick(now, nullptr);
-    f.lane.attempt_ended(*only, true, now);
+    auto* only = f.lane.pick(now, nullptr).to;
+    f.lane.attempt_ended(*only, {}, true, false, now);
     CHECK(f.lane.ejections() == 0);
-    CHECK(f.lane.pick(now, nullptr) == only);
+    CHECK(f.lane.pick(now, nullptr).to == only);
   }
 }
 
@@ -191,20 +198,98 @@ TEST_CASE("http lane: endpoints follow the addresses; a gone one is retired and 
   auto source = std::make_shared<resolved_address>();
   lane_fixture f(downstream_settings{}, {source});
   const auto now = clock::now();
-  CHECK(f.lane.pick(now, nullptr) == nullptr);  // not resolved yet
+  CHECK(f.lane.pick(now, nullptr).to == nullptr);  // not resolved yet
   source->set({local(9001), local(9002)});
-  auto* first = f.lane.pick(now, nullptr);
+  auto* first = f.lane.pick(now, nullptr).to;
   REQUIRE(first != nullptr);
   CHECK(f.lane.endpoint_count() == 2);
   const auto kept = static_cast<std::uint16_t>(first->address.port() == 9001 ? 9002 : 9001);
   source->set({local(kept)});
   for (int i = 0; i < 10; ++i) {
-    auto* e = f.lane.pick(now, nullptr);
+    auto* e = f.lane.pick(now, nullptr).to;
     REQUIRE(e != nullptr);
     CHECK(e->address.port() == kept);
-    f.lane.attempt_ended(*e, false, now);
+    f.lane.attempt_ended(*e, {}, false, true, now);
   }
   CHECK(first->removed);  // still in use by its attempt: retired, not freed
-  f.lane.attempt_ended(*first, false, now);
+  f.lane.attempt_ended(*first, {}, false, true, now);
   CHECK(f.lane.endpoint_count() == 1);
+}
+
+TEST_CASE("http lane: an endpoint whose breaker opened is left out until its probes close it") {
+  downstream_settings s;
+  s.ejection.consecutive_failures = 0;  // only the breakers act
+  s.breaker.min_calls = 4;
+  s.breaker.failure_percent = 50;
+  s.breaker.cooldown = 1s;
+  s.breaker.half_open_calls = 1;
+  lane_fixture f(s, fixed({9001, 9002}), true);
+  const auto now = clock::now();
+  http_lane::endpoint* bad = nullptr;
+  for (int i = 0; i < 20 && (bad == nullptr || bad->breaker->current() != circuit_breaker::state::open);
+       ++i) {
+    const auto c = f.lane.pick(now, nullptr);
+    REQUIRE(c.to != nullptr);
+    REQUIRE(c.ticket.allowed);  // several endpoints: each attempt asks its endpoint's breaker
+    const bool fails = c.to->address.port() == 9001;
+    if (fails) bad = c.to;
+    f.lane.attempt_ended(*c.to, c.ticket, fails, !fails, now);
+  }
+  REQUIRE(bad != nullptr);
+  REQUIRE(bad->breaker->current() == circuit_breaker::state::open);
+  CHECK(f.breakers.all().size() == 2);
+  for (int i = 0; i < 30; ++i) {
+    const auto c = f.lane.pick(now + 500ms, nullptr);
+    REQUIRE(c.to != nullptr);
+    CHECK(c.to != bad);
+    f.lane.attempt_ended(*c.to, c.ticket, false, true, now + 500ms);
+  }
+  // Even a retry that would rather avoid the good one does not go to the open one.
+  auto* good = f.lane.pick(now + 500ms, nullptr).to;
+  const auto other = f.lane.pick(now + 500ms, good);
+  CHECK(other.to == good);
+  f.lane.attempt_ended(*good, {}, false, true, now);
+  f.lane.attempt_ended(*other.to, other.ticket, false, true, now);
+
+  // After the cooldown one probe goes to it; its success closes the breaker.
+  bool probed = false;
+  for (int i = 0; i < 30 && !probed; ++i) {
+    const auto c = f.lane.pick(now + 1100ms, nullptr);
+    REQUIRE(c.to != nullptr);
+    probed = c.to == bad;
+    if (probed) CHECK(c.ticket.probe);
+    f.lane.attempt_ended(*c.to, c.ticket, false, true, now + 1100ms);
+  }
+  CHECK(probed);
+  CHECK(bad->breaker->current() == circuit_breaker::state::closed);
+}
+
+TEST_CASE("http lane: when every endpoint's breaker is open, nothing is picked and the pick says why") {
+  downstream_settings s;
+  s.ejection.consecutive_failures = 0;
+  s.breaker.consecutive_failures = 1;
+  lane_fixture f(s, fixed({9001, 9002}), true);
+  const auto now = clock::now();
+  for (int i = 0; i < 10; ++i) {
+    const auto c = f.lane.pick(now, nullptr);
+    if (c.to == nullptr) break;
+    f.lane.attempt_ended(*c.to, c.ticket, true, false, now);
+  }
+  const auto c = f.lane.pick(now, nullptr);
+  CHECK(c.to == nullptr);
+  CHECK(c.refused);
+}
+
+TEST_CASE("http lane: a lone endpoint's breaker is never asked (the downstream's judges its calls)") {
+  downstream_settings s;
+  s.breaker.consecutive_failures = 1;
+  lane_fixture f(s, fixed({9001}), true);
+  const auto now = clock::now();
+  for (int i = 0; i < 5; ++i) {
+    const auto c = f.lane.pick(now, nullptr);
+    REQUIRE(c.to != nullptr);
+    CHECK_FALSE(c.ticket.allowed);
+    f.lane.attempt_ended(*c.to, c.ticket, true, false, now);
+  }
+  CHECK(f.lane.pick(now, nullptr).to != nullptr);
 }
