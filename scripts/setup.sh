@@ -13,8 +13,8 @@ declare -A groups=(
   [build]="g++ cmake ninja-build ccache pkg-config
     libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
     nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
-    libssl-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
-  [test]="catch2 postgresql sqlite3 curl python3-h11"
+    libssl-dev zlib1g-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
+  [test]="catch2 postgresql sqlite3 curl python3-h11 openssl"
   [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
   [bench]="wrk gnuplot-nox curl sqlite3"
   [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
