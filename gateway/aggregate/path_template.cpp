@@ -30,7 +30,15 @@ std::optional<path_template> path_template::parse(std::string_view text, std::st
       error = "unbalanced '{' in path";
       return std::nullopt;
     }
-    const auto name = text.substr(i + 1, close - i - 1);
+    auto name = text.substr(i + 1, close - i - 1);
+    const bool segments = !name.empty() && name.back() == '*';
+    if (segments) {
+      name.remove_suffix(1);
+      if (text.substr(0, i).find('?') != std::string_view::npos) {
+        error = "{" + std::string(name) + "*} belongs in the path, not in the query";
+        return std::nullopt;
+      }
+    }
     if (name.empty() || name.find('{') != std::string_view::npos) {
       error = "empty or nested '{}' in path";
       return std::nullopt;
@@ -41,11 +49,11 @@ std::optional<path_template> path_template::parse(std::string_view text, std::st
         return std::nullopt;
       }
     }
-    if (!literal.empty()) t.pieces_.push_back({false, std::exchange(literal, {})});
-    t.pieces_.push_back({true, std::string(name)});
+    if (!literal.empty()) t.pieces_.push_back({false, false, std::exchange(literal, {})});
+    t.pieces_.push_back({true, segments, std::string(name)});
     i = close;
   }
-  if (!literal.empty()) t.pieces_.push_back({false, std::move(literal)});
+  if (!literal.empty()) t.pieces_.push_back({false, false, std::move(literal)});
   return t;
 }
 

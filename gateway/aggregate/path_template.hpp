@@ -2,6 +2,9 @@
 // A downstream path with {param} placeholders, e.g. "/inventory?sku={sku}".
 // Parsed once at config load; expanded per call with every value percent-encoded so that a value can
 // never add a path segment, a query, a fragment or a header line (only A-Z a-z 0-9 - _ ~ pass through).
+// The one exception, "{name*}" in the path part: the value's '/'-separated segments are encoded each and
+// joined by '/', so a route's catch-all ("/files/{rest*}") passes its segments on (route_params refuses
+// "." and ".." segments in it).
 
 #include "gateway/core/http_text.hpp"
 
@@ -16,7 +19,8 @@ class path_template {
  public:
   struct piece {
     bool is_param = false;
-    std::string text;  // literal text, or the parameter name
+    bool segments = false;  // "{name*}": the value's segments kept apart
+    std::string text;       // literal text, or the parameter name
   };
 
   // Returns nullopt and sets `error` when braces are unbalanced/empty/nested, the text has control
@@ -30,7 +34,15 @@ class path_template {
   template <class Lookup>
   void expand(std::string& out, Lookup&& lookup) const {
     for (const auto& p : pieces_) {
-      if (p.is_param) {
+      if (p.segments) {
+        std::string_view value = lookup(p.text);
+        for (auto slash = value.find('/');; slash = value.find('/')) {
+          percent_encode(value.substr(0, slash), out);
+          if (slash == std::string_view::npos) break;
+          out += '/';
+          value.remove_prefix(slash + 1);
+        }
+      } else if (p.is_param) {
         percent_encode(lookup(p.text), out);
       } else {
         out += p.text;

@@ -3,6 +3,7 @@
 // Only config_loader knows YAML; everything else reads these structs.
 
 #include "gateway/aggregate/path_template.hpp"
+#include "gateway/config/route_pattern.hpp"
 #include "gateway/core/duration.hpp"
 
 #include <cstddef>
@@ -181,6 +182,7 @@ struct downstream_settings {
 
 struct param_settings {
   std::string name;
+  bool in_path = false;  // from the route's path template (else from the query); required unless a catch-all
   bool required = false;
   std::string pattern;                           // as written (RE2 syntax); empty = any value
   std::shared_ptr<const param_pattern> matcher;  // compiled `pattern`; null when empty
@@ -200,7 +202,8 @@ struct call_settings {
 };
 
 struct route_settings {
-  std::string path;
+  std::string path;       // as written (`path`, or `path_prefix`): the route's name in metrics and logs
+  route_pattern pattern;  // what it matches
   std::string method = "GET";
   microseconds deadline = milliseconds(800);
   std::vector<param_settings> params;

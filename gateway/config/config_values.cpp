@@ -90,15 +90,6 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-std::string route_path_problem(const std::string& path) {
-  if (path.find_first_of("{}") != std::string::npos)
-    return "route path parameters like {id} are not supported yet: a route path is matched exactly";
-  const bool bad = path.empty() || path.front() != '/' || std::any_of(path.begin(), path.end(), [](char c) {
-                     return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '?' || c == '#';
-                   });
-  return bad ? "route path must start with '/' and hold no query, fragment, space or control character" : "";
-}
-
 bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem) {
   out.clear();
   std::size_t i = 0;

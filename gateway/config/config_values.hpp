@@ -35,9 +35,6 @@ std::string parse_downstream_url(downstream_settings& d);
 bool valid_name(const std::string& name);
 inline constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
 
-// A route path is matched exactly: no query, fragment, spaces, control characters or {parameters}.
-// Returns an error message or "".
-std::string route_path_problem(const std::string& path);
 
 // Replaces every ${NAME} in `text` with the environment variable's value. A missing variable or a bad
 // reference is an error; `used` tells whether any value came from the environment.

@@ -44,6 +44,27 @@ void read_params(config_parse_state& state, const YAML::Node& node, route_settin
   });
 }
 
+// The path template's parameters are params too: declared ones (for their pattern) are marked in_path,
+// the others added. A segment parameter is always required (an empty segment does not match); a
+// catch-all is required only when declared so.
+void add_path_params(route_settings& route) {
+  for (const auto& name : route.pattern.names()) {
+    const bool catch_all = route.pattern.has_catch_all() && name == route.pattern.names().back();
+    auto it = std::find_if(route.params.begin(), route.params.end(),
+                           [&](const param_settings& p) { return p.name == name; });
+    if (it == route.params.end()) {
+      param_settings p;
+      p.name = name;
+      p.in_path = true;
+      p.required = !catch_all;
+      route.params.push_back(std::move(p));
+      continue;
+    }
+    it->in_path = true;
+    if (!catch_all) it->required = true;
+  }
+}
+
 void read_calls(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
                 route_settings& route) {
   std::set<std::string> names;
@@ -108,8 +129,27 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
                 route_settings& route) {
   yaml_reader r(node, state.errors, "route");
   if (!r.valid()) return false;
-  if (r.string("path", route.path, true)) {
-    if (auto problem = route_path_problem(route.path); !problem.empty()) r.error_at("path", problem);
+  std::string prefix;
+  const bool has_path = r.string("path", route.path);
+  const bool has_prefix = r.string("path_prefix", prefix);
+  std::string problem;
+  if (has_path && has_prefix) {
+    r.error_at("path_prefix", "a route has either a path or a path_prefix, not both");
+  } else if (!r.mark_of("path") && !r.mark_of("path_prefix")) {
+    r.error_here("a route needs a path (or a path_prefix)");
+  } else if (has_path) {
+    if (auto p = route_pattern::parse_path(route.path, problem)) {
+      route.pattern = std::move(*p);
+    } else {
+      r.error_at("path", problem);
+    }
+  } else if (has_prefix) {
+    if (auto p = route_pattern::parse_prefix(prefix, problem)) {
+      route.pattern = std::move(*p);
+      route.path = prefix;
+    } else {
+      r.error_at("path_prefix", problem);
+    }
   }
   if (r.string("method", route.method)) {
     static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
@@ -130,6 +170,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     }
   }
   if (auto p = r.section("params")) read_params(state, *p, route);
+  add_path_params(route);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
   r.finish();
   return true;
@@ -138,12 +179,18 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
 }  // namespace
 
 void read_routes(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
-  std::set<std::pair<std::string, std::string>> seen;
   for (const auto& item : node) {
     route_settings route;
     if (!read_route(state, item, cfg, route)) continue;
-    if (!seen.emplace(route.path, route.method).second) {
-      yaml_reader::report(state.errors, item, "duplicate route " + route.method + " " + route.path);
+    // Two routes of one method that match the same paths: the second could never answer.
+    const auto clash = std::find_if(cfg.routes.begin(), cfg.routes.end(), [&](const route_settings& other) {
+      return other.method == route.method && route_pattern::same_paths(other.pattern, route.pattern);
+    });
+    if (clash != cfg.routes.end()) {
+      yaml_reader::report(state.errors, item,
+                          clash->path == route.path ? "duplicate route " + route.method + " " + route.path
+                                                    : "route " + route.method + " " + route.path +
+                                                          " matches the same paths as " + clash->path);
       continue;
     }
     cfg.routes.push_back(std::move(route));

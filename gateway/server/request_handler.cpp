@@ -121,7 +121,7 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     const auto& route = config_.routes[found.index];
     const int route_index = static_cast<int>(found.index);
     std::vector<std::string> params;
-    if (auto problem = extract_params(route, target_query(request.target), params); !problem.empty()) {
+    if (auto problem = extract_params(route, target_query(request.target), found.captures, params); !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));
       r.route = route_index;
       return r;

@@ -31,29 +31,76 @@ std::string_view target_query(std::string_view target) {
   return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 }
 
+router::router(const std::vector<route_settings>& routes) : routes_(routes) {
+  for (std::size_t i = 0; i < routes_.size(); ++i) order_.push_back(i);
+  std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = routes_[a].pattern;
+    const auto& y = routes_[b].pattern;
+    if (x.type() != y.type()) return x.type() < y.type();
+    return x.type() != route_pattern::kind::exact && route_pattern::before(x, y);
+  });
+}
+
 route_lookup router::find(std::string_view method, std::string_view target) const {
   route_lookup result;
   const auto path = target_path(target);
-  for (std::size_t i = 0; i < routes_.size(); ++i) {
-    if (routes_[i].path != path) continue;
+  route_pattern::captures captures;
+  for (const auto i : order_) {
+    const auto& route = routes_[i];
+    if (!route.pattern.match(path, captures)) continue;
     // HEAD is GET without the content (RFC 9110 9.3.2): a GET route answers it too.
-    if (routes_[i].method == method || (method == "HEAD" && routes_[i].method == "GET")) {
+    if (route.method == method || (method == "HEAD" && route.method == "GET")) {
       result.status = 200;
       result.index = i;
+      result.captures = std::move(captures);
       return result;
     }
+    if (result.allow.find(route.method) != std::string::npos) continue;
     result.status = 405;
     if (!result.allow.empty()) result.allow += ", ";
-    result.allow += routes_[i].method;
-    if (routes_[i].method == "GET") result.allow += ", HEAD";
+    result.allow += route.method;
+    if (route.method == "GET") result.allow += ", HEAD";
   }
   return result;
 }
 
+namespace {
+
+// A catch-all's value: each segment decoded, joined by '/'; false on a malformed escape, an encoded '/'
+// (it would become a separator) or a "." or ".." segment (a downstream might resolve it).
+bool decode_segments(std::string_view raw, std::string& out) {
+  out.clear();
+  std::string segment;
+  for (;;) {
+    const auto slash = raw.find('/');
+    if (!percent_decode(raw.substr(0, slash), segment, false)) return false;
+    if (segment == "." || segment == ".." || segment.find('/') != std::string::npos) return false;
+    out += segment;
+    if (slash == std::string_view::npos) return true;
+    out += '/';
+    raw.remove_prefix(slash + 1);
+  }
+}
+
+}  // namespace
+
 std::string extract_params(const route_settings& route, std::string_view query,
-                           std::vector<std::string>& values) {
+                           const route_pattern::captures& captures, std::vector<std::string>& values) {
   values.assign(route.params.size(), std::string());
   std::vector<bool> seen(route.params.size(), false);
+  if (!captures.empty()) {
+    const auto& names = route.pattern.names();
+    for (std::size_t c = 0; c < captures.size() && c < names.size(); ++c) {
+      const bool catch_all = route.pattern.has_catch_all() && c + 1 == names.size();
+      for (std::size_t i = 0; i < route.params.size(); ++i) {
+        if (route.params[i].name != names[c]) continue;
+        seen[i] = true;
+        const bool decoded = catch_all ? decode_segments(captures[c], values[i])
+                                       : percent_decode(captures[c], values[i], false);
+        if (!decoded) return "invalid path segment for parameter '" + names[c] + "'";
+      }
+    }
+  }
   std::string name;
   std::string value;
   while (!query.empty()) {
@@ -68,7 +115,8 @@ std::string extract_params(const route_settings& route, std::string_view query,
       return "malformed percent-encoding in query";
     }
     for (std::size_t i = 0; i < route.params.size(); ++i) {
-      if (route.params[i].name != name || seen[i]) continue;  // the first occurrence wins
+      // The first occurrence wins; a path parameter is never taken from the query.
+      if (route.params[i].name != name || seen[i] || route.params[i].in_path) continue;
       seen[i] = true;
       values[i] = value;
     }

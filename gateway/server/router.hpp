@@ -1,5 +1,7 @@
 #pragma once
-// Finds the route for a request and extracts and validates its query parameters. Pure functions.
+// Finds the route for a request (route_pattern's precedence: exact, then templates, then prefixes; the
+// first that matches both path and method) and extracts and validates its parameters from the path and
+// the query. Pure functions.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/http_text.hpp"
@@ -11,28 +13,32 @@
 namespace gateway {
 
 struct route_lookup {
-  unsigned status = 404;  // 200 found, 404 no such path, 405 path exists for other methods
-  std::size_t index = 0;  // into gateway_config::routes when status == 200
-  std::string allow;      // methods allowed on the path, for 405
+  unsigned status = 404;             // 200 found, 404 no such path, 405 path exists for other methods
+  std::size_t index = 0;             // into gateway_config::routes when status == 200
+  std::string allow;                 // methods allowed on the path, for 405 (and OPTIONS)
+  route_pattern::captures captures;  // the path's parameters, encoded, views into the target
 };
 
 class router {
  public:
-  explicit router(const std::vector<route_settings>& routes) : routes_(routes) {}
+  explicit router(const std::vector<route_settings>& routes);
   // `target` is the request-target (path plus optional query). A GET route also takes HEAD.
   route_lookup find(std::string_view method, std::string_view target) const;
 
  private:
   const std::vector<route_settings>& routes_;
+  std::vector<std::size_t> order_;  // route indexes in the order they are tried
 };
 
 // Splits "path?query".
 std::string_view target_path(std::string_view target);
 std::string_view target_query(std::string_view target);
 
-// Fills `values` (aligned with route.params) from the query. Returns an error message for the client
-// (missing required parameter, pattern mismatch, malformed encoding), or "" when all is well.
+// Fills `values` (aligned with route.params) from the path's `captures` (percent-decoded; a catch-all's
+// segments each, joined by '/') and the query. Returns an error message for the client (missing required
+// parameter, pattern mismatch, malformed encoding, a "." or ".." segment or an encoded '/' in a
+// catch-all), or "" when all is well.
 std::string extract_params(const route_settings& route, std::string_view query,
-                           std::vector<std::string>& values);
+                           const route_pattern::captures& captures, std::vector<std::string>& values);
 
 }  // namespace gateway

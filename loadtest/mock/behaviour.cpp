@@ -40,8 +40,8 @@ std::string_view mode_names() {
 bool is_valid_path_name(std::string_view name) {
   if (name.empty() || name.size() > 128) return false;
   for (const char c : name) {
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '/' || c == '.' || c == '%';
     if (!ok) return false;
   }
   return true;

@@ -37,7 +37,7 @@ std::optional<mode> parse_mode(std::string_view text);
 // The names of all modes separated by '|', for usage texts.
 std::string_view mode_names();
 
-// A path name is one URL segment of 1 to 128 characters from [A-Za-z0-9_-].
+// A path name is 1 to 128 characters from [A-Za-z0-9_-./%] (one or more segments, as sent).
 bool is_valid_path_name(std::string_view name);
 
 }  // namespace mock

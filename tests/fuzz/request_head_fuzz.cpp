@@ -96,7 +96,7 @@ void handle(std::string_view method, std::string_view target) {
   FUZZ_CHECK(route.path == path && (route.method == method || (method == "HEAD" && route.method == "GET")));
 
   std::vector<std::string> values;
-  const auto problem = gateway::extract_params(route, query, values);
+  const auto problem = gateway::extract_params(route, query, {}, values);
   FUZZ_CHECK(values.size() == route.params.size());
   if (!problem.empty()) {
     check_json_string(problem);

@@ -461,10 +461,57 @@ TEST_CASE("the admin listener may not take the public listener's address and por
   }
 }
 
-TEST_CASE("a route path with a {parameter} is refused: route paths match exactly", "[config]") {
-  const auto text = edited({{"path: /api/offer/aggregate", "path: /api/product/{id}"}});
-  const auto e = only_error_at(text, "/api/product/{id}");
-  CHECK_THAT(e.message, Catch::Contains("path parameters") && Catch::Contains("not supported yet"));
+TEST_CASE("route path templates: their parameters are params; bad templates and overlaps are refused",
+          "[config][routing]") {
+  SECTION("a template's parameters can be used by calls and given a pattern") {
+    const auto r = load_config_text(
+        edited({{"path: /api/offer/aggregate", "path: /api/product/{sku}/{rest*}"}}), "t.yaml");
+    REQUIRE(r.errors.empty());
+    const auto& route = r.config->routes[0];
+    CHECK(route.pattern.type() == route_pattern::kind::templated);
+    const auto sku = std::find_if(route.params.begin(), route.params.end(),
+                                  [](const param_settings& p) { return p.name == "sku"; });
+    REQUIRE(sku != route.params.end());
+    CHECK(sku->in_path);
+    CHECK(sku->required);
+    CHECK(sku->matcher);  // the declared pattern applies to the path segment
+    const auto rest = std::find_if(route.params.begin(), route.params.end(),
+                                   [](const param_settings& p) { return p.name == "rest"; });
+    REQUIRE(rest != route.params.end());
+    CHECK(rest->in_path);
+    CHECK_FALSE(rest->required);
+  }
+  SECTION("malformed templates") {
+    for (const std::string bad :
+         {"/api/{id", "/api/x{id}", "/api/{}", "/api/{rest*}/more", "/api/{a}/{a}", "/api/{bad name}"}) {
+      INFO(bad);
+      CHECK_FALSE(load_config_text(edited({{"path: /api/offer/aggregate", "path: '" + bad + "'"}}), "t.yaml")
+                      .errors.empty());
+    }
+  }
+  SECTION("two templates of one method matching the same paths") {
+    std::string text = edited({{"path: /api/offer/aggregate", "path: /api/{x}/aggregate"}});
+    const auto at = text.find("  - path: /api/{x}/aggregate");
+    REQUIRE(at != std::string::npos);
+    const auto route_text = text.substr(at);
+    std::string second = route_text;
+    second.replace(0, std::string("  - path: /api/{x}/aggregate").size(), "  - path: /api/{y}/aggregate");
+    text += second;
+    const auto r = load_config_text(text, "t.yaml");
+    REQUIRE(r.errors.size() == 1);
+    CHECK_THAT(r.errors[0].message, Catch::Contains("matches the same paths as /api/{x}/aggregate"));
+  }
+  SECTION("a route has a path or a path_prefix, not both") {
+    const auto r = load_config_text(
+        edited({{"path: /api/offer/aggregate", "path: /api/offer/aggregate\n    path_prefix: /api/"}}),
+        "t.yaml");
+    CHECK_FALSE(r.errors.empty());
+  }
+  SECTION("a call template's {name*} belongs in the path") {
+    std::string problem;
+    CHECK(path_template::parse("/files/{rest*}?v={v}", problem));
+    CHECK_FALSE(path_template::parse("/files?r={rest*}", problem));
+  }
 }
 
 TEST_CASE("a call timeout above the route deadline is refused", "[config]") {
