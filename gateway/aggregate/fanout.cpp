@@ -47,6 +47,10 @@ call_request fanout::make_request(std::size_t index, std::string& target) {
   req.now = started_;
   req.request_id = request.request_id;
   req.traceparent = request.traceparent;
+  if (request.headers != nullptr) {
+    req.headers = request.headers[index].headers;
+    req.vary = request.headers[index].vary;
+  }
   req.worker = request.worker;
   req.cancel = &cancels_[index];
   return req;
@@ -54,7 +58,7 @@ call_request fanout::make_request(std::size_t index, std::string& target) {
 
 // What a call asks, as the key of its last good answer: an HTTP call's target, else (SQL) its parameters.
 std::string fanout::stale_key(const call_request& call) {
-  if (!call.target.empty()) return std::string(call.target);
+  if (!call.target.empty()) return answer_key(call);
   std::string key = "?";
   if (call.params != nullptr) {
     for (const auto& value : *call.params) {

@@ -31,6 +31,12 @@
 
 namespace gateway {
 
+// A call's own header fields (call_request::headers and vary).
+struct call_header_fields {
+  std::string_view headers;
+  std::string_view vary;
+};
+
 struct fanout_request {
   const route_settings* route = nullptr;
   const std::vector<downstream*>* targets = nullptr;  // aligned with route->calls
@@ -38,6 +44,7 @@ struct fanout_request {
   clock::time_point deadline;
   std::string_view request_id;
   std::string_view traceparent;
+  const call_header_fields* headers = nullptr;  // aligned with route->calls; null: none
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
   worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests

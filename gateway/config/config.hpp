@@ -5,6 +5,7 @@
 #include "gateway/aggregate/path_template.hpp"
 #include "gateway/config/route_pattern.hpp"
 #include "gateway/core/duration.hpp"
+#include "gateway/core/ip_network.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +24,14 @@ struct listen_address {
   std::uint16_t port = 8080;
 };
 
+// How downstream requests say who the client is: X-Forwarded-For/-Proto/-Host, RFC 7239 Forwarded, or
+// nothing. What a peer in trusted_proxies sent in them is kept and extended; anyone else's is replaced.
+enum class forwarded_style { x_forwarded, forwarded, none };
+
 struct server_settings {
   listen_address listen;
+  forwarded_style forwarded = forwarded_style::x_forwarded;
+  std::vector<ip_network> trusted_proxies;
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
   std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
@@ -190,6 +197,24 @@ struct param_settings {
 
 enum class response_shape { array, object };
 
+// Which headers downstream requests carry besides the gateway's own (Host, Accept, X-Request-Timeout-Ms,
+// X-Request-Id, traceparent and the forwarded ones): client headers passed on by name (`forward`; several
+// fields of one name joined), fixed ones (`set`; a value may come from ${ENV}), and, for a call, headers
+// of its route's policy or forwarded ones it leaves out (`remove`). Names compare case-insensitively;
+// hop-by-hop and the gateway's own names are refused at load.
+struct header_policy {
+  struct fixed {
+    std::string name;
+    std::string value;    // ${ENV} substituted
+    bool secret = false;  // from the environment, or a credential's name: never shown in /config
+  };
+  std::vector<std::string> forward;
+  std::vector<fixed> set;
+  std::vector<std::string> remove;
+
+  bool empty() const { return forward.empty() && set.empty() && remove.empty(); }
+};
+
 struct call_settings {
   std::string name;
   std::string downstream;
@@ -199,6 +224,8 @@ struct call_settings {
   bool required = false;
   std::vector<std::string> fields;  // empty = keep every field
   std::string fallback_members;     // the fallback object's members serialised, without braces
+  header_policy headers;            // as written for the call
+  header_policy effective_headers;  // the route's with the call's applied: what its requests carry
 };
 
 struct route_settings {
@@ -209,6 +236,7 @@ struct route_settings {
   std::vector<param_settings> params;
   response_shape response = response_shape::array;
   std::string degraded_reason_field;  // a degraded entry's field naming why (its outcome); empty: none
+  header_policy headers;              // for every call (remove: none at this level)
   std::vector<call_settings> calls;
 };
 

@@ -74,6 +74,18 @@ nlohmann::json downstream_json(const downstream_settings& d) {
   return j;
 }
 
+// A header policy, with secret values shown as "<redacted>".
+nlohmann::json headers_json(const header_policy& h) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!h.forward.empty()) j["forward"] = h.forward;
+  if (!h.set.empty()) {
+    j["set"] = nlohmann::json::object();
+    for (const auto& f : h.set) j["set"][f.name] = f.secret ? "<redacted>" : f.value;
+  }
+  if (!h.remove.empty()) j["remove"] = h.remove;
+  return j;
+}
+
 nlohmann::json route_json(const route_settings& r) {
   nlohmann::json j;
   j["path"] = r.path;
@@ -81,9 +93,12 @@ nlohmann::json route_json(const route_settings& r) {
   j["deadline"] = format_duration(r.deadline);
   j["response"] = r.response == response_shape::array ? "array" : "object";
   if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
+  if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
+  if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
   j["params"] = nlohmann::json::object();
   for (const auto& p : r.params) {
     nlohmann::json param{{"required", p.required}};
+    if (p.in_path) param["in_path"] = true;
     if (!p.pattern.empty()) param["pattern"] = p.pattern;
     j["params"][p.name] = std::move(param);
   }
@@ -92,11 +107,13 @@ nlohmann::json route_json(const route_settings& r) {
     nlohmann::json call{{"name", c.name}, {"downstream", c.downstream}, {"required", c.required}};
     if (!c.path.pieces().empty()) {
       std::string path;
-      for (const auto& piece : c.path.pieces()) path += piece.is_param ? "{" + piece.text + "}" : piece.text;
+      for (const auto& piece : c.path.pieces())
+        path += piece.is_param ? "{" + piece.text + (piece.segments ? "*}" : "}") : piece.text;
       call["path"] = path;
     }
     if (c.timeout) call["timeout"] = format_duration(*c.timeout);
     if (!c.fields.empty()) call["fields"] = c.fields;
+    if (!c.effective_headers.empty()) call["headers"] = headers_json(c.effective_headers);
     call["fallback"] = nlohmann::json::parse("{" + c.fallback_members + "}");
     j["calls"].push_back(std::move(call));
   }
@@ -111,7 +128,12 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   j["server"] = {{"listen", format_listen(c.server.listen)},
                  {"threads", c.server.threads},
                  {"coroutine_stack", c.server.coroutine_stack},
-                 {"stack_cache", c.server.stack_cache}};
+                 {"stack_cache", c.server.stack_cache},
+                 {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"
+                               : c.server.forwarded == forwarded_style::forwarded ? "forwarded"
+                                                                                  : "none"}};
+  j["server"]["trusted_proxies"] = nlohmann::json::array();
+  for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)}};
   j["limits"] = {{"max_connections", c.limits.max_connections},

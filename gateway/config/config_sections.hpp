@@ -35,6 +35,14 @@ void read_log(config_parse_state& state, const YAML::Node& node, log_settings& l
 void read_admin(config_parse_state& state, const YAML::Node& node, admin_settings& a);
 void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_settings& s);
 
+// header_sections.cpp: a route's or a call's `headers` (`remove` for calls only), what a call's requests
+// carry with its route's policy applied, and server.forwarded / server.trusted_proxies.
+void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what, bool call,
+                        header_policy& out);
+header_policy effective_policy(const header_policy& route, const header_policy& call);
+class yaml_reader;
+void read_forwarding(yaml_reader& r, server_settings& s);
+
 // downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL.
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);
 

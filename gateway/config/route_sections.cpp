@@ -119,6 +119,7 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
     fallback.erase("source");
     fallback.erase("degraded");
     call.fallback_members = object_members(fallback);
+    if (auto h = r.section("headers")) read_header_policy(state, *h, "call '" + call.name + "'", true, call.headers);
     r.finish();
     route.calls.push_back(std::move(call));
   }
@@ -171,7 +172,9 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   }
   if (auto p = r.section("params")) read_params(state, *p, route);
   add_path_params(route);
+  if (auto h = r.section("headers")) read_header_policy(state, *h, "route", false, route.headers);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
+  for (auto& call : route.calls) call.effective_headers = effective_policy(route.headers, call.headers);
   r.finish();
   return true;
 }

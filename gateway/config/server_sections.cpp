@@ -31,6 +31,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.unsigned_int("threads", s.threads, 0, 256);
   r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
   r.size("stack_cache", s.stack_cache, 0, 65536);
+  read_forwarding(r, s);
   r.finish();
 }
 

@@ -14,6 +14,19 @@ inline std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// ASCII case-insensitive equality (field names, tokens).
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
 // The reason phrase of a status code ("OK", "Bad Gateway"); "Unknown" for codes not used here.
 std::string_view reason_phrase(unsigned status);
 

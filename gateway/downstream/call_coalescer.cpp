@@ -11,9 +11,10 @@ call_coalescer::call_coalescer(boost::asio::any_io_executor ex, starter start_ca
     : ex_(std::move(ex)), start_call_(std::move(start_call)) {}
 
 void call_coalescer::start(const call_request& request, call_sink& sink, std::size_t index) {
-  const auto found = in_flight_.find(std::string(request.target));
+  auto key = answer_key(request);
+  const auto found = in_flight_.find(key);
   if (found == in_flight_.end()) {
-    in_flight_.emplace(std::string(request.target), followers{});
+    in_flight_.emplace(std::move(key), followers{});
     return start_call_(request, sink, index);  // leads (last: it may report at once)
   }
   if (request.cancel == nullptr || request.cancel->cancelled()) {  // nothing to wait for
@@ -24,9 +25,9 @@ void call_coalescer::start(const call_request& request, call_sink& sink, std::si
     return sink.call_finished(index, std::move(cancelled));
   }
   auto f = std::make_unique<follower>();
-  f->target = std::string(request.target);
+  f->target = std::move(key);
   f->request = request;
-  f->request.target = f->target;
+  f->request.target = std::string_view(f->target).substr(0, request.target.size());
   f->sink = &sink;
   f->index = index;
   f->hook.emplace(*request.cancel, [this, raw = f.get()] { drop(raw->target, raw); });
@@ -51,8 +52,8 @@ void call_coalescer::drop(const std::string& target, follower* f) {
   sink->call_finished(index, std::move(cancelled));
 }
 
-void call_coalescer::leader_done(std::string_view target, const call_result& result) {
-  const auto group = in_flight_.find(std::string(target));
+void call_coalescer::leader_done(std::string_view key, const call_result& result) {
+  const auto group = in_flight_.find(std::string(key));
   if (group == in_flight_.end()) return;
   followers waiting = std::move(group->second);
   in_flight_.erase(group);

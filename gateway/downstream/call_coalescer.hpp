@@ -1,7 +1,9 @@
 #pragma once
 // Coalescing of identical HTTP calls on one I/O thread (downstream `coalesce: true`): while a call for a
 // target is in flight (the leader), later calls for the same target (followers) send nothing and get a
-// copy of the leader's result. Used only on its thread: no locking.
+// copy of the leader's result. "The same target" is the same answer_key(): target and the header
+// policy's headers (a call that forwards the client's Authorization follows only a call with the same
+// one). Used only on its thread: no locking.
 //
 // - A follower's own cancellation (its deadline, its client leaving) ends it at once, as `cancelled`,
 //   from inside its cancel hook (the fan-out allows a call to finish there); the leader goes on.
@@ -38,15 +40,15 @@ class call_coalescer {
 
   // Starts the call: it follows the call in flight for its target if there is one, else leads it.
   void start(const call_request& request, call_sink& sink, std::size_t index);
-  // The leading call for `target` reports `result` (before its own sink is told).
-  void leader_done(std::string_view target, const call_result& result);
+  // The leading call for `key` (its answer_key()) reports `result` (before its own sink is told).
+  void leader_done(std::string_view key, const call_result& result);
 
   // Calls that followed another on this thread (read by the metrics on another thread).
   std::uint64_t coalesced() const { return coalesced_.load(std::memory_order_relaxed); }
 
  private:
   struct follower {
-    std::string target;  // request.target points here
+    std::string target;  // its answer_key(): request.target points to its start
     call_request request;
     call_sink* sink = nullptr;
     std::size_t index = 0;
@@ -58,7 +60,7 @@ class call_coalescer {
 
   boost::asio::any_io_executor ex_;
   starter start_call_;
-  std::unordered_map<std::string, followers> in_flight_;  // by target: the followers of its leader
+  std::unordered_map<std::string, followers> in_flight_;  // by key: the followers of its leader
   std::atomic<std::uint64_t> coalesced_{0};
 };
 

@@ -32,9 +32,21 @@ struct call_request {
   clock::time_point now;                                     // when the fan-out started it
   std::string_view request_id;
   std::string_view traceparent;  // empty when absent
-  std::size_t worker = 0;        // index of the I/O thread the coroutine runs on
+  // HTTP: more header fields, each "\r\nName: value" (the header policy's and the forwarded ones), and
+  // the part of them an answer may depend on (the policy's, a prefix of `headers`): answers are shared
+  // (coalescing, cache, stale) only between calls whose target and `vary` are equal.
+  std::string_view headers;
+  std::string_view vary;
+  std::size_t worker = 0;  // index of the I/O thread the coroutine runs on
   cancel_source* cancel = nullptr;
 };
+
+// What identifies a call's answer among others to the same downstream: its target, and its `vary` headers.
+inline std::string answer_key(const call_request& request) {
+  std::string key(request.target);
+  if (!request.vary.empty()) key.append(request.vary);  // starts with "\r\n": never part of a target
+  return key;
+}
 
 // Receives the result of a call started with downstream::start().
 class call_sink {

@@ -34,7 +34,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
   }
   head.write(request, out);
   head_ = std::string_view(out, size);
-  if (lane_.coalescer() != nullptr) coalesce_key_ = std::string(request.target);
+  if (lane_.coalescer() != nullptr) coalesce_key_ = answer_key(request);
   lane_.call_started(started_);
   // The fan-out's cancellation (deadline, client gone, shutdown, settled) ends every attempt and a pending
   // hedge or retry. Attempts end asynchronously: nothing here reports.

@@ -76,7 +76,7 @@ class http_call {
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];
-  std::string coalesce_key_;  // the target, when the lane coalesces: this call leads the calls for it
+  std::string coalesce_key_;  // its answer_key(), when the lane coalesces: this call leads the calls for it
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes

@@ -40,7 +40,7 @@ std::size_t request_head::size(const call_request& request) const {
                   decimal_size(millis_left(request.deadline, request.now)) + request_id_field.size() +
                   request.request_id.size() + head_end.size();
   if (!request.traceparent.empty()) n += traceparent_field.size() + request.traceparent.size();
-  return n;
+  return n + request.headers.size();
 }
 
 void request_head::write(const call_request& request, char* out) const {
@@ -57,6 +57,7 @@ void request_head::write(const call_request& request, char* out) const {
     out = put(out, traceparent_field);
     out = put(out, request.traceparent);
   }
+  out = put(out, request.headers);
   put(out, head_end);
 }
 

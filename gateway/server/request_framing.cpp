@@ -6,19 +6,6 @@
 #include <string>
 
 namespace gateway {
-namespace {
-
-bool iequals(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char c = a[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 unsigned transfer_coding_status(bool present, std::string_view codings) {
   if (!present) return 0;

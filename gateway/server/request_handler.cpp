@@ -121,7 +121,8 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     const auto& route = config_.routes[found.index];
     const int route_index = static_cast<int>(found.index);
     std::vector<std::string> params;
-    if (auto problem = extract_params(route, target_query(request.target), found.captures, params); !problem.empty()) {
+    if (auto problem = extract_params(route, target_query(request.target), found.captures, params);
+        !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));
       r.route = route_index;
       return r;
@@ -143,6 +144,9 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
     fr.deadline = deadline;
     fr.request_id = request_id;
     fr.traceparent = valid_traceparent(request.traceparent) ? request.traceparent : std::string_view();
+    call_headers headers;  // outlives the fan-out, whose calls point into it
+    if (request.headers != nullptr)
+      fr.headers = headers.render(route, config_.server.forwarded, *request.headers, request.origin);
     fr.worker = worker;
     fr.stack_size = config_.server.stack_bytes();
     auto& metrics = metrics_.worker(worker);

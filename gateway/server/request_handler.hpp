@@ -7,6 +7,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/server/call_headers.hpp"
 #include "gateway/server/router.hpp"
 
 #include <memory>
@@ -19,11 +20,13 @@ namespace gateway {
 struct inbound_request {
   std::string_view method;
   std::string_view target;
-  std::string_view request_id;        // X-Request-Id, may be empty
-  std::string_view traceparent;       // may be empty
-  std::string_view timeout_ms;        // X-Request-Timeout-Ms, may be empty
-  std::string_view envoy_timeout_ms;  // x-envoy-expected-rq-timeout-ms, may be empty
-  clock::time_point received;         // when its head was read: the deadline counts from here
+  std::string_view request_id;              // X-Request-Id, may be empty
+  std::string_view traceparent;             // may be empty
+  std::string_view timeout_ms;              // X-Request-Timeout-Ms, may be empty
+  std::string_view envoy_timeout_ms;        // x-envoy-expected-rq-timeout-ms, may be empty
+  clock::time_point received;               // when its head was read: the deadline counts from here
+  const client_headers* headers = nullptr;  // every header field, for the header policy; null: none
+  client_origin origin;                     // who sent it (forwarded headers)
 };
 
 struct outbound_response {

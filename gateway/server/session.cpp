@@ -7,6 +7,9 @@
 #include "gateway/server/response_head.hpp"
 
 #include <boost/beast/http/error.hpp>
+#include <boost/range/iterator_range.hpp>
+
+#include <algorithm>
 
 namespace gateway {
 
@@ -58,11 +61,39 @@ outbound_response framing_refusal(const http::request<http::string_body>& req) {
   return r;
 }
 
-std::string client_address(const net::ip::tcp::socket& socket) {
+// The client request's fields for the header policy, read from Beast's message.
+class beast_headers final : public client_headers {
+ public:
+  explicit beast_headers(const http::request<http::string_body>& req) : req_(req) {}
+  bool append(std::string_view name, std::string& out, std::string_view separator) const override {
+    bool any = false;
+    for (const auto& field : boost::make_iterator_range(req_.equal_range(name))) {
+      if (any) out += separator;
+      out.append(field.value().data(), field.value().size());
+      any = true;
+    }
+    return any;
+  }
+
+ private:
+  const http::request<http::string_body>& req_;
+};
+
+// The peer's address ("10.1.2.3"), and whether it is a trusted proxy; empty when unknown.
+struct peer_info {
+  std::string address;
+  std::uint16_t port = 0;
+  bool trusted = false;
+};
+
+peer_info peer_of(const net::ip::tcp::socket& socket, const server_settings& server) {
   error_code ec;
   const auto ep = socket.remote_endpoint(ec);
-  if (ec) return "-";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+  if (ec) return {};
+  peer_info p{ep.address().to_string(), ep.port(), false};
+  p.trusted = std::any_of(server.trusted_proxies.begin(), server.trusted_proxies.end(),
+                          [&](const ip_network& n) { return n.contains(p.address); });
+  return p;
 }
 
 // Counts the connection's coroutine and the connection itself for as long as it lives.
@@ -87,7 +118,11 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   const auto& limits = ctx.config->limits;
   error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
-  const std::string client = ctx.log ? client_address(socket) : std::string();
+  const bool needs_peer = ctx.log || ctx.config->server.forwarded != forwarded_style::none;
+  const auto peer = needs_peer ? peer_of(socket, ctx.config->server) : peer_info{};
+  const std::string client = !ctx.log               ? std::string()
+                             : peer.address.empty() ? "-"
+                                                    : peer.address + ":" + std::to_string(peer.port);
   client_io io(socket, limits.max_header_bytes + 4096);  // a head and what is pipelined behind it
   request_control control;
   session_registry::membership listed(*ctx.registry, {&socket, &control});
@@ -175,6 +210,9 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     in.traceparent = header(req, "traceparent");
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
+    const beast_headers fields(req);
+    in.headers = &fields;
+    in.origin = {peer.address, peer.trusted};
 
     // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, answer at
     // once without starting any downstream call.

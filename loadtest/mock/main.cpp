@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     }
     registry.emplace(options->default_delay, ports, options->seed);
     mock::set_cache_control(options->cache_control);
+    registry->record_headers(options->record_headers);
     if (!configure(*registry, *options)) return 2;
 
     server.start(*registry);

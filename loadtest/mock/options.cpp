@@ -172,8 +172,9 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
 
 std::optional<mock_options> parse_command_line(const std::vector<std::string_view>& args,
                                                std::string& error) {
-  static constexpr std::string_view known[] = {"--listen", "--threads", "--delay",   "--path",
-                                               "--body",   "--seed",    "--profile", "--cache-control"};
+  static constexpr std::string_view known[] = {"--listen",  "--threads",       "--delay",
+                                               "--path",    "--body",          "--seed",
+                                               "--profile", "--cache-control", "--record-headers"};
   mock_options options;
   std::optional<latency> delay;
   std::vector<path_setting> paths;
@@ -235,6 +236,15 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
     } else if (arg == "--cache-control") {
       if (value.find_first_of("\r\n") != std::string_view::npos) return bad();
       options.cache_control = std::string(value);
+    } else if (arg == "--record-headers") {
+      for (std::size_t at = 0; at <= value.size();) {
+        const auto comma = std::min(value.find(',', at), value.size());
+        std::string name(value.substr(at, comma - at));
+        if (name.empty() || name.find_first_of(" \t\r\n:") != std::string::npos) return bad();
+        for (auto& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        options.record_headers.push_back(std::move(name));
+        at = comma + 1;
+      }
     } else if (arg == "--seed") {
       const auto seed = parse_number<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
       if (!seed) return bad();
@@ -272,6 +282,7 @@ std::string usage() {
          "  --delay    delay before answering, for every path without its own (default 0ms)\n"
          "  --seed     seeds which requests land in a latency's tail (default 1): runs repeat\n"
          "  --cache-control VALUE  every answer carries Cache-Control: VALUE (e.g. max-age=60)\n"
+         "  --record-headers A,B   /__stats shows per path the last values of these request headers\n"
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"

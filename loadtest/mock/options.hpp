@@ -37,10 +37,11 @@ struct mock_options {
   std::vector<listen_address> listen;  // one endpoint each, in order; never empty after parsing
   unsigned threads = 1;
   latency default_delay;
-  std::uint64_t seed = 1;           // seeds the delay generators of the paths with a tail
-  std::string cache_control;        // a Cache-Control field on every answer; empty: none
-  std::vector<path_setting> paths;  // applied in order, a later entry for a name wins
-  std::vector<path_body> bodies;    // applied after `paths`, a later entry for a name wins
+  std::uint64_t seed = 1;                   // seeds the delay generators of the paths with a tail
+  std::string cache_control;                // a Cache-Control field on every answer; empty: none
+  std::vector<std::string> record_headers;  // lower-case names whose last values /__stats shows per path
+  std::vector<path_setting> paths;          // applied in order, a later entry for a name wins
+  std::vector<path_body> bodies;            // applied after `paths`, a later entry for a name wins
   bool help = false;
 };
 

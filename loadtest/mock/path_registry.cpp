@@ -100,6 +100,7 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.entry->last_timeout_ms.assign(headers.timeout_ms);
   t.entry->last_request_id.assign(headers.request_id);
   t.entry->last_traceparent.assign(headers.traceparent);
+  if (!recorded_names_.empty()) t.entry->last_headers = headers.recorded;
   return t;
 }
 
@@ -142,6 +143,7 @@ void path_registry::reset() {
     entry->last_timeout_ms.clear();
     entry->last_request_id.clear();
     entry->last_traceparent.clear();
+    entry->last_headers.clear();
   }
 }
 
@@ -170,6 +172,10 @@ std::string path_registry::stats_json() const {
                      {"last_request_timeout_ms", entry->last_timeout_ms},
                      {"last_request_id", entry->last_request_id},
                      {"last_traceparent", entry->last_traceparent}};
+      if (!recorded_names_.empty()) {
+        auto& seen = paths[name]["last_headers"] = nlohmann::json::object();
+        for (const auto& [field, value] : entry->last_headers) seen[field] = value;
+      }
     }
   }
   // "endpoints" sorts before "requests": the top-level requests counter stays the last one in the text,

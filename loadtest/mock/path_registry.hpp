@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mock {
@@ -25,6 +26,8 @@ struct request_headers {
   std::string_view timeout_ms;   // X-Request-Timeout-Ms
   std::string_view request_id;   // X-Request-Id
   std::string_view traceparent;  // traceparent
+  // The fields named by --record-headers that came (lower-case name, values joined by ", ").
+  std::vector<std::pair<std::string, std::string>> recorded;
 };
 
 // A change to a path's behaviour; an absent field keeps its value.
@@ -47,6 +50,10 @@ class path_registry {
   // `ports`: the port of each endpoint, in listener order (at least one); an endpoint is named by its index
   // in that list. `seed` seeds the paths' delay generators.
   path_registry(latency default_delay, std::vector<unsigned short> ports, std::uint64_t seed);
+
+  // The request headers recorded per path (lower-case names); set before the server starts.
+  void record_headers(std::vector<std::string> names) { recorded_names_ = std::move(names); }
+  const std::vector<std::string>& recorded_names() const { return recorded_names_; }
 
   // Applies `change` to `name` on every endpoint (the fields it sets replace the same fields of any
   // one-endpoint override too) or, when `port` is not 0, on the endpoint listening on `port` only: that
@@ -98,6 +105,7 @@ class path_registry {
     std::string last_timeout_ms;
     std::string last_request_id;
     std::string last_traceparent;
+    std::vector<std::pair<std::string, std::string>> last_headers;
   };
   struct endpoint_state {
     unsigned short port = 0;
@@ -112,6 +120,7 @@ class path_registry {
 
   const latency default_delay_;
   const std::uint64_t seed_;
+  std::vector<std::string> recorded_names_;
   std::vector<endpoint_state> endpoints_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<path_entry>, std::less<>> paths_;

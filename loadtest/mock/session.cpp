@@ -12,6 +12,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/range/iterator_range.hpp>
 
 #include <array>
 #include <chrono>
@@ -75,12 +76,20 @@ class session {
         return;
       }
       const auto& req = parser.get();
-      const request_view view{
+      request_view view{
           req.method() == http::verb::get,
           req.method() == http::verb::post,
           req.target(),
-          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent")},
+          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent"), {}},
           endpoint_};
+      for (const auto& name : registry_.recorded_names()) {
+        std::string joined;
+        for (const auto& f : boost::make_iterator_range(req.equal_range(name))) {
+          if (!joined.empty()) joined += ", ";
+          joined.append(f.value().data(), f.value().size());
+        }
+        if (req.find(name) != req.end()) view.headers.recorded.emplace_back(name, std::move(joined));
+      }
       const auto act = handle_request(view, registry_);
       const bool keep_alive = req.keep_alive() && !act.close;
       const bool go_on = act.downstream ? serve(act, keep_alive) : reply(act.status, act.body, keep_alive);

@@ -1,0 +1,156 @@
+// A `headers` section of a route or a call (header_policy), a call's effective policy, and the server's
+// forwarded style and trusted proxies.
+
+#include "gateway/config/config_sections.hpp"
+#include "gateway/config/config_values.hpp"
+#include "gateway/config/yaml_reader.hpp"
+#include "gateway/core/char_class.hpp"
+#include "gateway/core/http_text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace gateway {
+
+namespace {
+
+constexpr std::size_t max_fixed_value = 8 * 1024;
+
+// Never passed on nor set by a policy: hop-by-hop fields (RFC 9110 7.6.1), the framing, and what the
+// gateway writes itself.
+constexpr std::array<std::string_view, 18> reserved_names{"connection",
+                                                          "keep-alive",
+                                                          "proxy-connection",
+                                                          "te",
+                                                          "trailer",
+                                                          "transfer-encoding",
+                                                          "upgrade",
+                                                          "content-length",
+                                                          "host",
+                                                          "accept",
+                                                          "expect",
+                                                          "x-request-timeout-ms",
+                                                          "x-request-id",
+                                                          "traceparent",
+                                                          "forwarded",
+                                                          "x-forwarded-for",
+                                                          "x-forwarded-proto",
+                                                          "x-forwarded-host"};
+
+bool reserved(std::string_view name) {
+  return std::any_of(reserved_names.begin(), reserved_names.end(),
+                     [&](std::string_view r) { return iequals(name, r); });
+}
+
+// A name whose value is a credential: shown as "<redacted>" in /config even when written literally.
+bool credential_name(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (std::string_view part : {"auth", "key", "token", "secret", "cookie", "password", "session"}) {
+    if (lower.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool contains_name(const std::vector<std::string>& names, std::string_view name) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
+}
+
+// The problem with `name` as a header a policy may name, or "".
+std::string name_problem(std::string_view name, bool allow_reserved) {
+  if (name.empty() || name.size() > 256 || !char_class::all_of(name, char_class::tchar))
+    return "'" + std::string(name) + "' is not a header name";
+  if (!allow_reserved && reserved(name))
+    return "header '" + std::string(name) +
+           "' is hop-by-hop or written by the gateway itself: it cannot be forwarded or set";
+  return {};
+}
+
+}  // namespace
+
+void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what, bool call,
+                        header_policy& out) {
+  yaml_reader r(node, state.errors, what + ".headers");
+  if (!r.valid()) return;
+  if (r.string_list("forward", out.forward)) {
+    for (const auto& name : out.forward) {
+      if (auto problem = name_problem(name, false); !problem.empty()) r.error_at("forward", problem);
+    }
+  }
+  nlohmann::json set = nlohmann::json::object();
+  if (r.json_object("set", set)) {
+    for (const auto& [name, value] : set.items()) {
+      if (auto problem = name_problem(name, false); !problem.empty()) {
+        r.error_at("set", problem);
+        continue;
+      }
+      if (!value.is_string()) {
+        r.error_at("set", "the value of header '" + name + "' must be a string");
+        continue;
+      }
+      header_policy::fixed f;
+      f.name = name;
+      bool from_env = false;
+      std::string problem;
+      if (!substitute_env(value.get<std::string>(), f.value, from_env, problem)) {
+        r.error_at("set", "header '" + name + "': " + problem);
+        continue;
+      }
+      if (f.value.size() > max_fixed_value || !char_class::all_of(f.value, char_class::field_text)) {
+        r.error_at("set", "the value of header '" + name +
+                              "' must be at most 8 KiB of text without CR, LF, NUL or other controls");
+        continue;
+      }
+      f.secret = from_env || credential_name(name);
+      out.set.push_back(std::move(f));
+    }
+  }
+  if (call) {
+    if (r.string_list("remove", out.remove)) {
+      for (const auto& name : out.remove) {
+        if (auto problem = name_problem(name, true); !problem.empty()) r.error_at("remove", problem);
+      }
+    }
+  }
+  r.finish();
+}
+
+header_policy effective_policy(const header_policy& route, const header_policy& call) {
+  header_policy out;
+  out.remove = call.remove;
+  const auto kept = [&](std::string_view name) { return !contains_name(call.remove, name); };
+  for (const auto& name : route.forward) {
+    if (kept(name)) out.forward.push_back(name);
+  }
+  for (const auto& name : call.forward) {
+    if (!contains_name(out.forward, name)) out.forward.push_back(name);
+  }
+  for (const auto& f : route.set) {
+    const bool replaced = std::any_of(call.set.begin(), call.set.end(),
+                                      [&](const header_policy::fixed& c) { return iequals(c.name, f.name); });
+    if (kept(f.name) && !replaced) out.set.push_back(f);
+  }
+  out.set.insert(out.set.end(), call.set.begin(), call.set.end());
+  return out;
+}
+
+void read_forwarding(yaml_reader& r, server_settings& s) {
+  static constexpr std::array<std::string_view, 3> styles{"x-forwarded", "forwarded", "none"};
+  std::size_t style = 0;
+  if (r.one_of("forwarded", style, styles, "forwarded")) s.forwarded = static_cast<forwarded_style>(style);
+  std::vector<std::string> proxies;
+  if (r.string_list("trusted_proxies", proxies)) {
+    for (const auto& text : proxies) {
+      std::string problem;
+      if (auto n = ip_network::parse(text, problem)) {
+        s.trusted_proxies.push_back(std::move(*n));
+      } else {
+        r.error_at("trusted_proxies", problem);
+      }
+    }
+  }
+}
+
+}  // namespace gateway
