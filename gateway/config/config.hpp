@@ -228,6 +228,18 @@ struct call_settings {
   header_policy effective_headers;  // the route's with the call's applied: what its requests carry
 };
 
+// Cross-origin requests to a route (browsers): which origins ("*": any) may read its answers, which
+// methods and request headers a preflight allows (methods: the route's own when empty), which answer
+// headers scripts may read, whether with credentials (cookies), and how long a preflight is cached.
+struct cors_settings {
+  std::vector<std::string> allow_origins;
+  std::vector<std::string> allow_methods;
+  std::vector<std::string> allow_headers;
+  std::vector<std::string> expose_headers;
+  bool allow_credentials = false;
+  microseconds max_age = std::chrono::minutes(10);
+};
+
 struct route_settings {
   std::string path;       // as written (`path`, or `path_prefix`): the route's name in metrics and logs
   route_pattern pattern;  // what it matches
@@ -237,6 +249,7 @@ struct route_settings {
   response_shape response = response_shape::array;
   std::string degraded_reason_field;  // a degraded entry's field naming why (its outcome); empty: none
   header_policy headers;              // for every call (remove: none at this level)
+  std::optional<cors_settings> cors;  // none: no CORS fields, preflights refused like any OPTIONS
   std::vector<call_settings> calls;
 };
 

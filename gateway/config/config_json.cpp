@@ -95,6 +95,14 @@ nlohmann::json route_json(const route_settings& r) {
   if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
   if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
   if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
+  if (r.cors) {
+    j["cors"] = {{"allow_origins", r.cors->allow_origins},
+                 {"allow_methods", r.cors->allow_methods},
+                 {"allow_headers", r.cors->allow_headers},
+                 {"expose_headers", r.cors->expose_headers},
+                 {"allow_credentials", r.cors->allow_credentials},
+                 {"max_age", format_duration(r.cors->max_age)}};
+  }
   j["params"] = nlohmann::json::object();
   for (const auto& p : r.params) {
     nlohmann::json param{{"required", p.required}};

@@ -7,6 +7,7 @@
 #include "gateway/config/config_values.hpp"
 #include "gateway/config/param_pattern.hpp"
 #include "gateway/config/yaml_reader.hpp"
+#include "gateway/core/char_class.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -119,11 +120,50 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
     fallback.erase("source");
     fallback.erase("degraded");
     call.fallback_members = object_members(fallback);
-    if (auto h = r.section("headers")) read_header_policy(state, *h, "call '" + call.name + "'", true, call.headers);
+    if (auto h = r.section("headers"))
+      read_header_policy(state, *h, "call '" + call.name + "'", true, call.headers);
     r.finish();
     route.calls.push_back(std::move(call));
   }
   if (route.calls.empty()) yaml_reader::report(state.errors, node, "a route needs at least one call");
+}
+
+void read_cors(config_parse_state& state, const YAML::Node& node, route_settings& route) {
+  yaml_reader r(node, state.errors, "route.cors");
+  if (!r.valid()) return;
+  cors_settings c;
+  if (r.string_list("allow_origins", c.allow_origins)) {
+    for (const auto& o : c.allow_origins) {
+      const auto scheme = o.find("://");
+      const bool origin = scheme != std::string::npos && scheme > 0 &&
+                          o.find_first_of("/?# ", scheme + 3) == std::string::npos && o.size() > scheme + 3;
+      if (o != "*" && !origin)
+        r.error_at("allow_origins", "'" + o + "' is not an origin like https://shop.example (or '*')");
+    }
+  }
+  if (c.allow_origins.empty())
+    r.error_here("cors needs allow_origins (origins like https://shop.example, or '*')");
+  const auto tokens = [&](const std::string& key, std::vector<std::string>& out) {
+    if (!r.string_list(key, out)) return;
+    for (const auto& t : out) {
+      if (t.empty() || !char_class::all_of(t, char_class::tchar))
+        r.error_at(key, "'" + t + "' is not a token");
+    }
+  };
+  tokens("allow_methods", c.allow_methods);
+  tokens("allow_headers", c.allow_headers);
+  tokens("expose_headers", c.expose_headers);
+  r.boolean("allow_credentials", c.allow_credentials);
+  r.duration("max_age", c.max_age, true);
+  if (c.allow_credentials &&
+      std::find(c.allow_origins.begin(), c.allow_origins.end(), "*") != c.allow_origins.end()) {
+    r.error_at(
+        "allow_credentials",
+        "allow_credentials with allow_origins '*' would let any site read answers made with the user's "
+        "cookies: list the origins");
+  }
+  r.finish();
+  route.cors = std::move(c);
 }
 
 bool read_route(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
@@ -173,6 +213,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   if (auto p = r.section("params")) read_params(state, *p, route);
   add_path_params(route);
   if (auto h = r.section("headers")) read_header_policy(state, *h, "route", false, route.headers);
+  if (auto c = r.section("cors")) read_cors(state, *c, route);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
   for (auto& call : route.calls) call.effective_headers = effective_policy(route.headers, call.headers);
   r.finish();

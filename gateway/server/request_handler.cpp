@@ -3,6 +3,7 @@
 #include "gateway/aggregate/merge.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/json_text.hpp"
+#include "gateway/server/cors.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -107,9 +108,64 @@ int request_handler::route_index(std::string_view method, std::string_view targe
   return found.status == 200 ? static_cast<int>(found.index) : -1;
 }
 
+namespace {
+
+std::string client_field(const inbound_request& request, std::string_view name) {
+  std::string value;
+  if (request.headers != nullptr) request.headers->append(name, value, ", ");
+  return value;
+}
+
+}  // namespace
+
 outbound_response request_handler::handle(const inbound_request& request, std::size_t worker,
                                           request_control& control, boost::asio::yield_context yield) const {
   std::string request_id = make_request_id(request.request_id);
+  if (request.method == "OPTIONS") return options(request, std::move(request_id));
+  auto r = route_request(request, std::move(request_id), worker, control, yield);
+  if (r.route >= 0) {
+    if (const auto& cors = config_.routes[static_cast<std::size_t>(r.route)].cors)
+      r.fields += cors_answer_fields(*cors, client_field(request, "origin"));
+  }
+  return r;
+}
+
+// A CORS preflight is answered for the route it asks about; any other OPTIONS with the path's methods.
+outbound_response request_handler::options(const inbound_request& request, std::string request_id) const {
+  const auto origin = client_field(request, "origin");
+  const auto method = client_field(request, "access-control-request-method");
+  if (request.target == "*") {  // the server as a whole (RFC 9110 9.3.7)
+    auto r = error_response(204, "", std::move(request_id));
+    r.body.clear();
+    r.allow = "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS";
+    return r;
+  }
+  if (!origin.empty() && !method.empty()) {
+    const auto found = router_.find(method, request.target);
+    if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
+    const auto& cors = found.status == 200 ? config_.routes[found.index].cors : std::nullopt;
+    if (!cors)
+      return error_response(403, "CORS preflight refused: not allowed on this route", std::move(request_id));
+    const auto& route = config_.routes[found.index];
+    const auto answer = cors_preflight(*cors, route.method, origin, method,
+                                       client_field(request, "access-control-request-headers"));
+    auto r = error_response(answer.status, answer.error, std::move(request_id));
+    r.route = static_cast<int>(found.index);
+    if (answer.status == 204) r.body.clear();
+    r.fields = answer.fields;
+    return r;
+  }
+  const auto found = router_.find("OPTIONS", request.target);
+  if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
+  auto r = error_response(204, "", std::move(request_id));
+  r.body.clear();
+  r.allow = (found.status == 405 ? found.allow + ", " : std::string()) + "OPTIONS";
+  return r;
+}
+
+outbound_response request_handler::route_request(const inbound_request& request, std::string request_id,
+                                                 std::size_t worker, request_control& control,
+                                                 boost::asio::yield_context yield) const {
   try {
     const auto found = router_.find(request.method, request.target);
     if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));

@@ -35,7 +35,8 @@ struct outbound_response {
   std::string body;
   std::string request_id;
   std::string degraded;  // X-Degraded value
-  std::string allow;     // Allow value for 405
+  std::string allow;     // Allow value for 405 (and OPTIONS)
+  std::string fields;    // more header lines, "Name: value\r\n" each (CORS)
 };
 
 // Lets the connection cancel the request currently being handled (client gone, shutdown).
@@ -60,6 +61,7 @@ class request_handler {
   request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
                   metrics_registry& metrics);
 
+  // OPTIONS is answered here (a CORS preflight, or the methods of the path), never routed.
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
   // The answer to a request that came with a body, which no route takes: 404 or 405 as for any request
@@ -69,6 +71,10 @@ class request_handler {
   int route_index(std::string_view method, std::string_view target) const;
 
  private:
+  outbound_response route_request(const inbound_request& request, std::string request_id, std::size_t worker,
+                                  request_control& control, boost::asio::yield_context yield) const;
+  outbound_response options(const inbound_request& request, std::string request_id) const;
+
   const gateway_config& config_;
   router router_;
   std::vector<std::vector<downstream*>> targets_;

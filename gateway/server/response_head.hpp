@@ -20,9 +20,11 @@ struct response_head {
   std::string_view allow{};        // Allow (with 405)
   bool retry_after = false;        // Retry-After: 1 (with 503)
   bool keep_alive = true;          // else Connection: close
+  std::string_view fields{};       // more header lines, "Name: value\r\n" each
 };
 
-// "HTTP/1.1 <status> <reason>\r\n" then the headers, each ending in CRLF, then CRLF.
+// "HTTP/1.1 <status> <reason>\r\n" then the headers, each ending in CRLF, then CRLF. A 204 has no
+// Content-Type and no Content-Length (RFC 9110 8.6).
 std::string serialize(const response_head& head);
 
 }  // namespace gateway

@@ -27,7 +27,8 @@ std::string head_of(const outbound_response& r, bool keep_alive) {
                     .degraded = r.degraded,
                     .allow = r.allow,
                     .retry_after = r.status == 503,
-                    .keep_alive = keep_alive});
+                    .keep_alive = keep_alive,
+                    .fields = r.fields});
 }
 
 // Maps a read failure to the answer the client still deserves, or 0 when the connection just ends.

@@ -94,3 +94,69 @@ TEST_CASE("routing: a path_prefix route takes every path under it", "[routing]")
   }
   CHECK(http_get(gw.port(), "/legacy").status == 404);
 }
+
+namespace {
+
+std::string cors_config(const mock_downstream& mock) {
+  return R"(server:
+  listen: 127.0.0.1:0
+downstreams:
+  mock:
+    url: )" +
+         mock.url() +
+         R"(
+routes:
+  - path: /api/product/{sku}
+    response: object
+    cors:
+      allow_origins: ['https://shop.example']
+      allow_headers: [Authorization]
+      expose_headers: [X-Degraded]
+      max_age: 2m
+    calls:
+      - {name: coupon, downstream: mock, path: '/coupon?sku={sku}'}
+  - path: /api/private
+    calls:
+      - {name: coupon, downstream: mock, path: '/coupon?sku=P'}
+)";
+}
+
+}  // namespace
+
+TEST_CASE("routing: CORS preflights are answered by the gateway; answers carry the CORS fields",
+          "[routing][cors]") {
+  mock_downstream mock;
+  gateway_process gw(cors_config(mock));
+  const header_list preflight{{"Origin", "https://shop.example"},
+                              {"Access-Control-Request-Method", "GET"},
+                              {"Access-Control-Request-Headers", "authorization"}};
+  http_connection client(gw.port());
+  auto r = client.request("OPTIONS", "/api/product/A1", preflight);
+  CHECK(r.status == 204);
+  CHECK(r.header("Access-Control-Allow-Origin") == "https://shop.example");
+  CHECK(r.header("Access-Control-Allow-Methods") == "GET");
+  CHECK(r.header("Access-Control-Max-Age") == "120");
+  CHECK_FALSE(r.has_header("Content-Length"));
+  CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == 0);  // no downstream call
+
+  r = client.request("OPTIONS", "/api/product/A1",
+                     {{"Origin", "https://evil.example"}, {"Access-Control-Request-Method", "GET"}});
+  CHECK(r.status == 403);
+  r = client.request("OPTIONS", "/api/private",
+                     {{"Origin", "https://shop.example"}, {"Access-Control-Request-Method", "GET"}});
+  CHECK(r.status == 403);  // no cors section
+
+  // A plain OPTIONS names the path's methods.
+  r = client.request("OPTIONS", "/api/private");
+  CHECK(r.status == 204);
+  CHECK(r.header("Allow") == "GET, HEAD, OPTIONS");
+  CHECK(client.request("OPTIONS", "/nope").status == 404);
+
+  r = client.get("/api/product/A1", {{"Origin", "https://shop.example"}});
+  CHECK(r.status == 200);
+  CHECK(r.header("Access-Control-Allow-Origin") == "https://shop.example");
+  CHECK(r.header("Access-Control-Expose-Headers") == "X-Degraded");
+  r = client.get("/api/product/A1", {{"Origin", "https://evil.example"}});
+  CHECK(r.status == 200);
+  CHECK_FALSE(r.has_header("Access-Control-Allow-Origin"));
+}
