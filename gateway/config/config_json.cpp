@@ -22,6 +22,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     }
     j["coalesce"] = d.coalesce;
     j["cache"] = d.stale.cache;
+    j["compressed"] = d.compressed;
     j["outlier_ejection"] = {{"consecutive_failures", d.ejection.consecutive_failures},
                              {"base_time", format_duration(d.ejection.base_time)},
                              {"max_time", format_duration(d.ejection.max_time)},
@@ -111,7 +112,11 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   j["server"] = {{"listen", format_listen(c.server.listen)},
                  {"threads", c.server.threads},
                  {"coroutine_stack", c.server.coroutine_stack},
-                 {"stack_cache", c.server.stack_cache}};
+                 {"stack_cache", c.server.stack_cache},
+                 {"compression",
+                  {{"enabled", c.server.compression.enabled},
+                   {"min_bytes", c.server.compression.min_bytes},
+                   {"level", c.server.compression.level}}}};
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)}};
   j["limits"] = {{"max_connections", c.limits.max_connections},
