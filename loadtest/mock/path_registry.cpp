@@ -100,6 +100,7 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.entry->last_timeout_ms.assign(headers.timeout_ms);
   t.entry->last_request_id.assign(headers.request_id);
   t.entry->last_traceparent.assign(headers.traceparent);
+  t.entry->last_accept_encoding.assign(headers.accept_encoding);
   return t;
 }
 
@@ -142,6 +143,7 @@ void path_registry::reset() {
     entry->last_timeout_ms.clear();
     entry->last_request_id.clear();
     entry->last_traceparent.clear();
+    entry->last_accept_encoding.clear();
   }
 }
 
@@ -169,7 +171,8 @@ std::string path_registry::stats_json() const {
                      {"cancelled", entry->total.cancelled},
                      {"last_request_timeout_ms", entry->last_timeout_ms},
                      {"last_request_id", entry->last_request_id},
-                     {"last_traceparent", entry->last_traceparent}};
+                     {"last_traceparent", entry->last_traceparent},
+                     {"last_accept_encoding", entry->last_accept_encoding}};
     }
   }
   // "endpoints" sorts before "requests": the top-level requests counter stays the last one in the text,

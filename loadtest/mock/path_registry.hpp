@@ -22,9 +22,10 @@ namespace mock {
 
 // The request headers whose last values /__stats shows per path ("" when absent).
 struct request_headers {
-  std::string_view timeout_ms;   // X-Request-Timeout-Ms
-  std::string_view request_id;   // X-Request-Id
-  std::string_view traceparent;  // traceparent
+  std::string_view timeout_ms;         // X-Request-Timeout-Ms
+  std::string_view request_id;         // X-Request-Id
+  std::string_view traceparent;        // traceparent
+  std::string_view accept_encoding{};  // Accept-Encoding
 };
 
 // A change to a path's behaviour; an absent field keeps its value.
@@ -98,6 +99,7 @@ class path_registry {
     std::string last_timeout_ms;
     std::string last_request_id;
     std::string last_traceparent;
+    std::string last_accept_encoding;
   };
   struct endpoint_state {
     unsigned short port = 0;
