@@ -1,8 +1,8 @@
 #pragma once
 // The gzip and deflate content codings with zlib, the one place that uses it: compressing an answer,
 // and inflating an answer within a bound. Pure functions of their arguments: no state is kept between
-// calls; they allocate only the output and zlib's working memory (about 256 KiB to compress, 40 KiB to
-// inflate), freed on return.
+// calls; they allocate only the output and zlib's working memory (to compress: about 8 times the input,
+// at most 256 KiB; to inflate: about 40 KiB), freed on return.
 
 #include "gateway/core/content_coding.hpp"
 
@@ -14,7 +14,7 @@
 namespace gateway {
 
 // Compresses `data` into `out` (replaced) in `coding` (gzip or deflate) at zlib `level` (1-9). False
-// only when zlib cannot allocate its memory; `out` is then empty.
+// when zlib fails (it cannot allocate its memory); `out` is then empty.
 bool compress(std::string_view data, content_coding coding, int level, std::string& out);
 
 enum class inflate_status : std::uint8_t {
