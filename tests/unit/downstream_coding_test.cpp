@@ -149,7 +149,7 @@ TEST_CASE("compression: the response parser records Content-Encoding", "[compres
         identity);
 }
 
-TEST_CASE("compression: a decoded answer is judged as a plain one; a bad one fails the call",
+TEST_CASE("compression: a decoded answer is judged as a plain one, a bad one fails the call",
           "[compression]") {
   const std::string json = R"({"priceCent":100,"pad":")" + std::string(5000, 'x') + "\"}";
   std::string body = gzipped(json);
