@@ -22,11 +22,13 @@ struct listen_address {
   std::uint16_t port = 8080;
 };
 
-// Answers compressed for clients that accept gzip or deflate (Accept-Encoding), once their body has
-// min_bytes; every answer of a route then carries Vary: Accept-Encoding.
+// Answers compressed for clients that accept gzip or deflate (Accept-Encoding), when their body has
+// min_bytes to max_bytes (compression runs on the I/O thread: max_bytes bounds its time); every answer
+// of a route then carries Vary: Accept-Encoding.
 struct compression_settings {
   bool enabled = true;
   std::size_t min_bytes = 1024;
+  std::size_t max_bytes = 1024 * 1024;
   unsigned level = 1;  // zlib's 1 (fastest) to 9 (smallest)
 };
 

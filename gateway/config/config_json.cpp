@@ -116,6 +116,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                  {"compression",
                   {{"enabled", c.server.compression.enabled},
                    {"min_bytes", c.server.compression.min_bytes},
+                   {"max_bytes", c.server.compression.max_bytes},
                    {"level", c.server.compression.level}}}};
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)}};

@@ -26,7 +26,12 @@ void read_listen(yaml_reader& r, const std::string& example, listen_address& out
 void read_compression(config_parse_state& state, const YAML::Node& node, compression_settings& c) {
   yaml_reader r(node, state.errors, "server.compression");
   r.boolean("enabled", c.enabled);
-  r.size("min_bytes", c.min_bytes, 0, std::size_t{1} << 30);
+  const bool min_written = r.size("min_bytes", c.min_bytes, 0, std::size_t{1} << 30);
+  const bool max_written = r.size("max_bytes", c.max_bytes, 0, std::size_t{1} << 30);
+  if (c.max_bytes < c.min_bytes) {
+    r.error_at(max_written || !min_written ? "max_bytes" : "min_bytes",
+               "max_bytes must not be below min_bytes");
+  }
   r.unsigned_int("level", c.level, 1, 9);
   r.finish();
 }

@@ -51,11 +51,15 @@ std::optional<long long> header_millis(std::string_view text) {
   return value;
 }
 
-// A good answer compressed for a client that accepts gzip or deflate, once it is large enough to gain;
-// else (and when zlib has no memory, or the result would not be smaller) left as it is.
+// A good answer compressed for a client that accepts gzip or deflate, when it is large enough to gain and
+// small enough to take little of the I/O thread; else (and when zlib has no memory, or the result would
+// not be smaller) left as it is.
 void compress_answer(const compression_settings& settings, std::string_view accept_encoding,
                      outbound_response& r) {
-  if (!settings.enabled || accept_encoding.empty() || r.body.size() < settings.min_bytes) return;
+  if (!settings.enabled || accept_encoding.empty() || r.body.size() < settings.min_bytes ||
+      r.body.size() > settings.max_bytes) {
+    return;
+  }
   const auto coding = negotiate_coding(accept_encoding);
   if (coding == content_coding::identity) return;
   std::string packed;

@@ -155,6 +155,14 @@ TEST_CASE("compression: the threshold and the switch", "[compression]") {
     const auto body = nlohmann::json::parse(inflated(res.body, 31));
     CHECK(body.at(2).at("pad").get<std::string>().size() == 4096);
   }
+  SECTION("an answer above max_bytes is sent as it is") {
+    gateway_process gw(compressing_config(mock, "{min_bytes: 64, max_bytes: 128}"));
+    const auto res = http_get(gw.port(), offer_target("T4"), {{"Accept-Encoding", "gzip"}});
+    check_offer(res, "T4");
+    CHECK(res.body.size() > 128);
+    CHECK_FALSE(res.has_header("content-encoding"));
+    CHECK(res.header("vary") == "Accept-Encoding");
+  }
   SECTION("enabled: false: never compressed, no Vary") {
     gateway_process gw(compressing_config(mock, "{enabled: false, min_bytes: 0}"));
     const auto res = http_get(gw.port(), offer_target("T3"), {{"Accept-Encoding", "gzip"}});

@@ -57,19 +57,22 @@ TEST_CASE("compression settings: defaults, values, validation and /config", "[co
   REQUIRE(r.config.has_value());
   CHECK(r.config->server.compression.enabled);
   CHECK(r.config->server.compression.min_bytes == 1024);
+  CHECK(r.config->server.compression.max_bytes == 1024 * 1024);
   CHECK(r.config->server.compression.level == 1);
   CHECK_FALSE(r.config->downstreams[0].compressed);
   auto json = effective_config_json(*r.config);
   CHECK(json["server"]["compression"] ==
-        nlohmann::json{{"enabled", true}, {"min_bytes", 1024}, {"level", 1}});
+        nlohmann::json{{"enabled", true}, {"min_bytes", 1024}, {"max_bytes", 1024 * 1024}, {"level", 1}});
   CHECK(json["downstreams"]["coupon"]["compressed"] == false);
 
   r = load_config_text(
-      config_text("  compression: {enabled: false, min_bytes: 2KiB, level: 9}\n", "    compressed: true\n"),
+      config_text("  compression: {enabled: false, min_bytes: 2KiB, max_bytes: 2KiB, level: 9}\n",
+                  "    compressed: true\n"),
       "t.yaml");
   REQUIRE(r.config.has_value());
   CHECK_FALSE(r.config->server.compression.enabled);
   CHECK(r.config->server.compression.min_bytes == 2048);
+  CHECK(r.config->server.compression.max_bytes == 2048);
   CHECK(r.config->server.compression.level == 9);
   CHECK(r.config->downstreams[0].compressed);
   json = effective_config_json(*r.config);
@@ -85,6 +88,8 @@ TEST_CASE("compression settings: defaults, values, validation and /config", "[co
       {"  compression: {level: 0}\n", "", "level"},
       {"  compression: {level: 10}\n", "", "level"},
       {"  compression: {min_bytes: -1}\n", "", "min_bytes"},
+      {"  compression: {min_bytes: 2KiB, max_bytes: 1KiB}\n", "", "max_bytes must not be below min_bytes"},
+      {"  compression: {min_bytes: 2MiB}\n", "", "max_bytes must not be below min_bytes"},
       {"  compression: {enabled: maybe}\n", "", "enabled"},
       {"  compression: {types: [json]}\n", "", "types"},
       {"  compression: true\n", "", "compression"},
