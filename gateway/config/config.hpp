@@ -27,6 +27,15 @@ struct listen_address {
 // How downstream requests say who the client is: X-Forwarded-For/-Proto/-Host, RFC 7239 Forwarded, or
 // nothing. What a peer in trusted_proxies sent in them is kept and extended; anyone else's is replaced.
 enum class forwarded_style { x_forwarded, forwarded, none };
+// Answers compressed for clients that accept gzip or deflate (Accept-Encoding), when their body has
+// min_bytes to max_bytes (compression runs on the I/O thread: max_bytes bounds its time); every answer
+// of a route then carries Vary: Accept-Encoding.
+struct compression_settings {
+  bool enabled = true;
+  std::size_t min_bytes = 1024;
+  std::size_t max_bytes = 1024 * 1024;
+  unsigned level = 1;  // zlib's 1 (fastest) to 9 (smallest)
+};
 
 struct server_settings {
   listen_address listen;
@@ -35,6 +44,7 @@ struct server_settings {
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
   std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
+  compression_settings compression;
 
   // The stack to allocate: sanitizer builds need several times more than the configured size.
   std::size_t stack_bytes() const;
@@ -182,9 +192,10 @@ struct downstream_settings {
   ejection_settings ejection;  // http
   breaker_settings breaker;
   stale_settings stale;
-  retry_settings retry;   // http
-  hedge_settings hedge;   // http
-  bool coalesce = false;  // http: identical calls in flight on an I/O thread share one request
+  retry_settings retry;     // http
+  hedge_settings hedge;     // http
+  bool coalesce = false;    // http: identical calls in flight on an I/O thread share one request
+  bool compressed = false;  // http: ask for gzip or deflate answers (Accept-Encoding: gzip, deflate)
 };
 
 struct param_settings {

@@ -22,6 +22,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     }
     j["coalesce"] = d.coalesce;
     j["cache"] = d.stale.cache;
+    j["compressed"] = d.compressed;
     j["outlier_ejection"] = {{"consecutive_failures", d.ejection.consecutive_failures},
                              {"base_time", format_duration(d.ejection.base_time)},
                              {"max_time", format_duration(d.ejection.max_time)},
@@ -139,7 +140,12 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                  {"stack_cache", c.server.stack_cache},
                  {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"
                                : c.server.forwarded == forwarded_style::forwarded ? "forwarded"
-                                                                                  : "none"}};
+                                                                                  : "none"},
+                 {"compression",
+                  {{"enabled", c.server.compression.enabled},
+                   {"min_bytes", c.server.compression.min_bytes},
+                   {"max_bytes", c.server.compression.max_bytes},
+                   {"level", c.server.compression.level}}}};
   j["server"]["trusted_proxies"] = nlohmann::json::array();
   for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},

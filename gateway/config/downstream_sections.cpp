@@ -187,6 +187,7 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       read_endpoints(r, d);
       r.boolean("coalesce", d.coalesce);
       r.boolean("cache", d.stale.cache);
+      r.boolean("compressed", d.compressed);
       if (auto e = r.section("outlier_ejection")) read_ejection(state, *e, d);
       if (auto rt = r.section("retry")) read_retry(state, *rt, d);
       if (auto h = r.section("hedge")) read_hedge(state, *h, d);

@@ -1,5 +1,5 @@
 // The sections about the gateway process itself: server (listener, threads, stacks), limits, log, admin
-// and shutdown. Each is one flat mapping of scalar settings.
+// and shutdown. Each is one flat mapping of scalar settings (server also holds its compression mapping).
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
@@ -23,6 +23,19 @@ void read_listen(yaml_reader& r, const std::string& example, listen_address& out
   }
 }
 
+void read_compression(config_parse_state& state, const YAML::Node& node, compression_settings& c) {
+  yaml_reader r(node, state.errors, "server.compression");
+  r.boolean("enabled", c.enabled);
+  const bool min_written = r.size("min_bytes", c.min_bytes, 0, std::size_t{1} << 30);
+  const bool max_written = r.size("max_bytes", c.max_bytes, 0, std::size_t{1} << 30);
+  if (c.max_bytes < c.min_bytes) {
+    r.error_at(max_written || !min_written ? "max_bytes" : "min_bytes",
+               "max_bytes must not be below min_bytes");
+  }
+  r.unsigned_int("level", c.level, 1, 9);
+  r.finish();
+}
+
 }  // namespace
 
 void read_server(config_parse_state& state, const YAML::Node& node, server_settings& s) {
@@ -32,6 +45,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
   r.size("stack_cache", s.stack_cache, 0, 65536);
   read_forwarding(r, s);
+  if (auto c = r.section("compression")) read_compression(state, *c, s.compression);
   r.finish();
 }
 

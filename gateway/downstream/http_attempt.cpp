@@ -273,8 +273,18 @@ void http_attempt::answered(bool drained) {
   } else {
     pool_.discard(std::move(conn_));
   }
+  // A 2xx answer in a content coding is decoded now, within the body limit (a zip bomb fails the call),
+  // and counted against the memory budget as decoded.
+  const auto status = parser_->status();
+  const char* unusable = nullptr;
+  if (parser_->coding() != content_coding::identity && status >= 200 && status <= 299) {
+    unusable = decode_body(parser_->coding(), parser_->body(), max_response_bytes_);
+    if (!unusable && !charge_body()) unusable = "memory budget exhausted";
+  }
   // Built only now: a call in flight does not carry a result.
-  finish(answer_result(parser_->status(), std::move(parser_->body()), parser_->fresh_for()), now);
+  finish(unusable ? unusable_answer(status, unusable)
+                  : answer_result(status, std::move(parser_->body()), parser_->fresh_for()),
+         now);
 }
 
 void http_attempt::read_failed(const error_code& ec) {

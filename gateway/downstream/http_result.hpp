@@ -1,8 +1,9 @@
 #pragma once
 // The result an HTTP call reports, without its latency (the call adds it): from a complete answer, ok only
-// for a 2xx status whose body is a JSON object; or from a failure, where the caller's cancellation wins
-// over the error it caused. Pure.
+// for a 2xx status whose body is a JSON object (decoded first when it came in a content coding); or from
+// a failure, where the caller's cancellation wins over the error it caused. Pure.
 
+#include "gateway/core/content_coding.hpp"
 #include "gateway/downstream/call_result.hpp"
 
 #include <boost/system/error_code.hpp>
@@ -14,6 +15,14 @@ namespace gateway {
 
 // `fresh_for`: how long the answer may be served from a cache (Cache-Control), 0 for not at all.
 call_result answer_result(unsigned status, std::string&& body, std::uint32_t fresh_for = 0);
+
+// Decodes `body`, received in `coding` (not identity), in place, never to more than `max_bytes`: nullptr
+// when done, else why not (a static string for call_result::detail): an unknown coding, a corrupt
+// stream, or one that decodes beyond the bound (a zip bomb), which stops the decoding there.
+const char* decode_body(content_coding coding, std::string& body, std::size_t max_bytes);
+
+// A 2xx answer whose body could not be used before it was judged (`why`: from decode_body).
+call_result unusable_answer(unsigned status, const char* why);
 
 call_result failure_result(const boost::system::error_code& ec, const char* what, bool cancelled);
 

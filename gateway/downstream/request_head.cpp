@@ -32,7 +32,9 @@ request_head::request_head(const downstream_settings& settings) {
   const auto name = ipv6_literal ? "[" + settings.host + "]" : settings.host;
   const auto host = settings.port == 80 ? name : name + ":" + std::to_string(settings.port);
   prefix_ = "GET " + settings.base_path;
-  middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\nX-Request-Timeout-Ms: ";
+  middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\n";
+  if (settings.compressed) middle_ += "Accept-Encoding: gzip, deflate\r\n";
+  middle_ += "X-Request-Timeout-Ms: ";
 }
 
 std::size_t request_head::size(const call_request& request) const {

@@ -1,9 +1,10 @@
 #pragma once
-// The head of a downstream GET request: the request line, Host, Accept, X-Request-Timeout-Ms (the time
-// left until the call's deadline), X-Request-Id, when the client sent one, traceparent, and the call's
-// own header fields (call_request::headers: the header policy's, the forwarded ones). The parts fixed
-// by the downstream's settings are built once; a call's parts are written straight into its own buffer,
-// without an allocation. Pure: no I/O.
+// The head of a downstream GET request: the request line, Host, Accept, Accept-Encoding (when the
+// downstream is `compressed`), X-Request-Timeout-Ms (the time left until the call's deadline),
+// X-Request-Id, when the client sent one, traceparent, and the call's own header fields
+// (call_request::headers: the header policy's, the forwarded ones). The parts fixed by the downstream's
+// settings are built once; a call's parts are written straight into its own buffer, without an
+// allocation. Pure: no I/O.
 
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/downstream.hpp"

@@ -97,8 +97,9 @@ void response_parser::start_message() {
   reader_->body_limit(boost::none);
   reader_->eager(true);  // on through the body's states as far as the bytes go
   status_ = 0;
-  http10_ = connection_close_ = connection_keep_alive_ = false;
+  http10_ = connection_close_ = connection_keep_alive_ = coding_seen_ = false;
   fresh_for_.reset();
+  coding_ = content_coding::identity;
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
@@ -341,6 +342,12 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       if (const auto seconds = freshness_seconds(std::string_view(value.data(), value.size()))) {
         o.fresh_for_ = std::min(o.fresh_for_.value_or(*seconds), *seconds);
       }
+      break;
+    case http::field::content_encoding:
+      // A second field would layer codings (RFC 9110 8.4): not decoded here.
+      o.coding_ = o.coding_seen_ ? content_coding::unknown
+                                 : parse_content_coding(std::string_view(value.data(), value.size()));
+      o.coding_seen_ = true;
       break;
     case http::field::connection:
       for (const auto option : http::opt_token_list{value}) {

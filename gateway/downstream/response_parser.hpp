@@ -1,18 +1,21 @@
 #pragma once
 // An incremental, strict HTTP/1.1 response parser for downstream answers, built on Beast's basic_parser.
 // Interim (1xx) responses are skipped: the answer is the final response that follows them. It keeps what
-// a call needs (the status, the body, whether the connection may be reused). Beast checks the syntax;
-// what it leaves out (obs-fold, one `chunked` as the only transfer coding, Content-Length as one number,
-// the size of chunk-size lines and trailer sections) is checked in its callbacks, and the few forms it
-// refuses that are accepted here (no reason phrase, HTTP/1.2 to 1.9, whitespace or free text in chunk
-// extensions) are handed to it rewritten. Bodies are framed by Content-Length, chunked transfer coding,
-// or the end of the connection. Pure: bytes in, state out; errors are Beast's http::error codes.
+// a call needs (the status, the body, its content coding, whether the connection may be reused). Beast
+// checks the syntax; what it leaves out (obs-fold, one `chunked` as the only transfer coding,
+// Content-Length as one number, the size of chunk-size lines and trailer sections) is checked in its
+// callbacks, and the few forms it refuses that are accepted here (no reason phrase, HTTP/1.2 to 1.9,
+// whitespace or free text in chunk extensions) are handed to it rewritten. Bodies are framed by
+// Content-Length, chunked transfer coding, or the end of the connection. Pure: bytes in, state out;
+// errors are Beast's http::error codes.
 //
 // put() consumes what it can and returns the count; the caller keeps the rest and presents it again with
 // more bytes (a head, a chunk-size line, or the last chunk with its trailer section, is consumed only once
 // complete). `ec` is http::error::need_more when more input is needed. Limits: the head (status line and
 // fields) at most `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within
 // `header_limit`, the body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
+
+#include "gateway/core/content_coding.hpp"
 
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/system/error_code.hpp>
@@ -41,6 +44,9 @@ class response_parser {
   unsigned status() const { return status_; }
   // Seconds the answer may be kept by a shared cache (its Cache-Control fields); 0: not at all.
   std::uint32_t fresh_for() const { return fresh_for_.value_or(0); }
+  // The body's Content-Encoding; unknown for a coding not decoded here, several codings or several fields.
+  // The body is kept as received: the caller decodes it.
+  content_coding coding() const { return coding_; }
   std::string& body() { return body_; }
 
  private:
@@ -93,9 +99,11 @@ class response_parser {
   bool connection_keep_alive_ = false;
   unsigned status_ = 0;
   std::optional<std::uint32_t> fresh_for_;  // from Cache-Control; several fields: the shortest
-  std::uint64_t chunk_left_ = 0;            // bytes of the current chunk still to come
-  bool after_chunk_ = false;  // a chunk's data ended: a CRLF comes before the next chunk-size line
-  bool copied_line_ = false;  // Beast is given a chunk-size line put_chunk_line has checked
+  content_coding coding_ = content_coding::identity;
+  bool coding_seen_ = false;      // a Content-Encoding field was read
+  std::uint64_t chunk_left_ = 0;  // bytes of the current chunk still to come
+  bool after_chunk_ = false;      // a chunk's data ended: a CRLF comes before the next chunk-size line
+  bool copied_line_ = false;      // Beast is given a chunk-size line put_chunk_line has checked
   // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
   const char* trailers_ = nullptr;
   std::string body_;

@@ -2,6 +2,7 @@
 
 #include "gateway/aggregate/merge.hpp"
 #include "gateway/core/char_class.hpp"
+#include "gateway/core/compression.hpp"
 #include "gateway/core/json_text.hpp"
 #include "gateway/server/cors.hpp"
 
@@ -49,6 +50,24 @@ std::optional<long long> header_millis(std::string_view text) {
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc{} || p != text.data() + text.size() || value < 0) return std::nullopt;
   return value;
+}
+
+// A good answer compressed for a client that accepts gzip or deflate, when it is large enough to gain and
+// small enough to take little of the I/O thread; else (and when zlib has no memory, or the result would
+// not be smaller) left as it is.
+void compress_answer(const compression_settings& settings, std::string_view accept_encoding,
+                     outbound_response& r) {
+  if (!settings.enabled || accept_encoding.empty() || r.body.size() < settings.min_bytes ||
+      r.body.size() > settings.max_bytes) {
+    return;
+  }
+  const auto coding = negotiate_coding(accept_encoding);
+  if (coding == content_coding::identity) return;
+  std::string packed;
+  if (!compress(r.body, coding, static_cast<int>(settings.level), packed) || packed.size() >= r.body.size())
+    return;
+  r.body = std::move(packed);
+  r.content_encoding = to_string(coding);
 }
 
 outbound_response error_response(unsigned status, std::string_view message, std::string request_id) {
@@ -239,6 +258,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     r.body = std::move(merged.body);
     r.degraded = std::move(merged.degraded);
     r.request_id = std::move(request_id);
+    compress_answer(config_.server.compression, request.accept_encoding, r);
     return r;
   } catch (const std::bad_alloc&) {
     // Out of memory or of stack mappings while starting calls (the fan-out has joined those it

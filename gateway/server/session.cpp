@@ -11,6 +11,8 @@
 
 #include <algorithm>
 
+#include <iterator>
+
 namespace gateway {
 
 namespace net = boost::asio;
@@ -19,12 +21,16 @@ using boost::system::error_code;
 
 namespace {
 
-std::string head_of(const outbound_response& r, bool keep_alive) {
+// `vary`: the route's answers depend on Accept-Encoding (compression is on), its error answers too: a
+// cache must not serve one client's answer to another that accepts other codings.
+std::string head_of(const outbound_response& r, bool keep_alive, bool vary) {
   return serialize({.status = r.status,
                     .content_type = "application/json",
+                    .content_encoding = r.content_encoding,
                     .content_length = r.body.size(),
                     .request_id = r.request_id,
                     .degraded = r.degraded,
+                    .vary_accept_encoding = vary && r.route >= 0,
                     .allow = r.allow,
                     .retry_after = r.status == 503,
                     .keep_alive = keep_alive,
@@ -48,6 +54,21 @@ constexpr auto drain_idle_grace = std::chrono::milliseconds(500);
 std::string_view header(const http::request<http::string_body>& req, std::string_view name) {
   auto it = req.find(name);
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+}
+
+// A list-valued field's value: the one field's, or several fields joined with commas into `joined`
+// (RFC 9110 5.3), so that a refusal in a second field is not lost.
+std::string_view list_header(const http::request<http::string_body>& req, http::field name,
+                             std::string& joined) {
+  const auto [first, last] = req.equal_range(name);
+  if (first == last) return {};
+  if (std::next(first) == last) return std::string_view(first->value().data(), first->value().size());
+  joined.clear();
+  for (auto it = first; it != last; ++it) {
+    if (!joined.empty()) joined += ',';
+    joined.append(it->value().data(), it->value().size());
+  }
+  return joined;
 }
 
 // The answer owed to a request whose transfer codings cannot be framed (status 0 when they can). Beast
@@ -147,11 +168,12 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   };
   // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
   auto send = [&](const outbound_response& r, bool keep_alive, bool head_only = false) {
-    return io.send(head_of(r, keep_alive), head_only ? std::string_view() : std::string_view(r.body),
-                   limits.write_timeout, yield);
+    return io.send(head_of(r, keep_alive, ctx.config->server.compression.enabled),
+                   head_only ? std::string_view() : std::string_view(r.body), limits.write_timeout, yield);
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
   bool first_request = true;
+  std::string accept_encoding;  // several Accept-Encoding fields joined (rare)
 
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -214,6 +236,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     const beast_headers fields(req);
     in.headers = &fields;
     in.origin = {peer.address, peer.trusted};
+    in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
     // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, answer at
     // once without starting any downstream call.

@@ -6,7 +6,7 @@
 namespace mock {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, mode>, 14> modes = {{
+constexpr std::array<std::pair<std::string_view, mode>, 18> modes = {{
     {"ok", mode::ok},
     {"hang", mode::hang},
     {"fail", mode::fail},
@@ -21,6 +21,10 @@ constexpr std::array<std::pair<std::string_view, mode>, 14> modes = {{
     {"gzipchunked", mode::gzipchunked},
     {"unavailable", mode::unavailable},
     {"flaky", mode::flaky},
+    {"compressed", mode::compressed},
+    {"zipbomb", mode::zipbomb},
+    {"badgzip", mode::badgzip},
+    {"brotli", mode::brotli},
 }};
 
 }  // namespace
@@ -34,7 +38,7 @@ std::optional<mode> parse_mode(std::string_view text) {
 
 std::string_view mode_names() {
   return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked|interim|gzipchunked|unavailable|"
-         "flaky";
+         "flaky|compressed|zipbomb|badgzip|brotli";
 }
 
 bool is_valid_path_name(std::string_view name) {

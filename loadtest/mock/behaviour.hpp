@@ -24,6 +24,10 @@ enum class mode {
   gzipchunked,  // 200 like chunked, but labelled "Transfer-Encoding: gzip, chunked" (the body is not gzip)
   unavailable,  // 503 with a JSON error
   flaky,        // the path's 1st, 3rd, 5th ... request like unavailable, the others like ok
+  compressed,   // 200 like ok, in gzip or deflate as the request's Accept-Encoding allows (else plain)
+  zipbomb,      // 200 with Content-Encoding: gzip, about 16 KiB that inflate to a 16 MiB JSON object
+  badgzip,      // 200 with Content-Encoding: gzip, the ok body gzipped with its checksum broken
+  brotli,       // 200 like ok, labelled Content-Encoding: br (a coding the gateway does not decode)
 };
 
 struct behaviour {

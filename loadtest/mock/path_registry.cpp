@@ -101,6 +101,7 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.entry->last_request_id.assign(headers.request_id);
   t.entry->last_traceparent.assign(headers.traceparent);
   if (!recorded_names_.empty()) t.entry->last_headers = headers.recorded;
+  t.entry->last_accept_encoding.assign(headers.accept_encoding);
   return t;
 }
 
@@ -144,6 +145,7 @@ void path_registry::reset() {
     entry->last_request_id.clear();
     entry->last_traceparent.clear();
     entry->last_headers.clear();
+    entry->last_accept_encoding.clear();
   }
 }
 
@@ -171,7 +173,8 @@ std::string path_registry::stats_json() const {
                      {"cancelled", entry->total.cancelled},
                      {"last_request_timeout_ms", entry->last_timeout_ms},
                      {"last_request_id", entry->last_request_id},
-                     {"last_traceparent", entry->last_traceparent}};
+                     {"last_traceparent", entry->last_traceparent},
+                     {"last_accept_encoding", entry->last_accept_encoding}};
       if (!recorded_names_.empty()) {
         auto& seen = paths[name]["last_headers"] = nlohmann::json::object();
         for (const auto& [field, value] : entry->last_headers) seen[field] = value;

@@ -23,11 +23,12 @@ namespace mock {
 
 // The request headers whose last values /__stats shows per path ("" when absent).
 struct request_headers {
-  std::string_view timeout_ms;   // X-Request-Timeout-Ms
-  std::string_view request_id;   // X-Request-Id
-  std::string_view traceparent;  // traceparent
+  std::string_view timeout_ms;         // X-Request-Timeout-Ms
+  std::string_view request_id;         // X-Request-Id
+  std::string_view traceparent;        // traceparent
+  std::string_view accept_encoding{};  // Accept-Encoding
   // The fields named by --record-headers that came (lower-case name, values joined by ", ").
-  std::vector<std::pair<std::string, std::string>> recorded;
+  std::vector<std::pair<std::string, std::string>> recorded{};
 };
 
 // A change to a path's behaviour; an absent field keeps its value.
@@ -106,6 +107,7 @@ class path_registry {
     std::string last_request_id;
     std::string last_traceparent;
     std::vector<std::pair<std::string, std::string>> last_headers;
+    std::string last_accept_encoding;
   };
   struct endpoint_state {
     unsigned short port = 0;

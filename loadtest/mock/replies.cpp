@@ -39,7 +39,7 @@ void set_cache_control(std::string value) {
 }
 
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
-                 std::string_view content_type) {
+                 std::string_view content_type, std::string_view content_encoding) {
   out += "HTTP/1.1 ";
   append_number(out, status);
   out += ' ';
@@ -48,6 +48,10 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
   out += content_type;
   out += "\r\nContent-Length: ";
   append_number(out, content_length);
+  if (!content_encoding.empty()) {
+    out += "\r\nContent-Encoding: ";
+    out += content_encoding;
+  }
   if (!cache_control().empty()) {
     out += "\r\nCache-Control: ";
     out += cache_control();

@@ -1,5 +1,6 @@
 #include "loadtest/mock/session.hpp"
 
+#include "loadtest/mock/encoded_replies.hpp"
 #include "loadtest/mock/handle_request.hpp"
 #include "loadtest/mock/idle_watchdog.hpp"
 #include "loadtest/mock/peer_watch.hpp"
@@ -76,12 +77,13 @@ class session {
         return;
       }
       const auto& req = parser.get();
-      request_view view{
-          req.method() == http::verb::get,
-          req.method() == http::verb::post,
-          req.target(),
-          {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent"), {}},
-          endpoint_};
+      request_view view{req.method() == http::verb::get,
+                        req.method() == http::verb::post,
+                        req.target(),
+                        {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent"),
+                         field(req, "Accept-Encoding"), {}},
+                        endpoint_};
+      accept_encoding_ = view.headers.accept_encoding;
       for (const auto& name : registry_.recorded_names()) {
         std::string joined;
         for (const auto& f : boost::make_iterator_range(req.equal_range(name))) {
@@ -137,6 +139,11 @@ class session {
         return chunked(act, keep_alive, "chunked");
       case mode::gzipchunked:
         return chunked(act, keep_alive, "gzip, chunked");
+      case mode::compressed:
+      case mode::zipbomb:
+      case mode::badgzip:
+      case mode::brotli:
+        return encoded(act, keep_alive);
       case mode::fail:
       case mode::unavailable:
         body = fail_body;
@@ -169,6 +176,14 @@ class session {
     body_.clear();
     append_ok_body(body_, act.name, act.sku, act.query);
     return body_;
+  }
+
+  // The modes that answer in a content coding (encoded_replies.hpp).
+  bool encoded(const request_action& act, bool keep_alive) {
+    const auto reply = encode_reply(act.ticket.how.how, ok_body(act), accept_encoding_);
+    head_.clear();
+    append_head(head_, 200, reply.body.size(), keep_alive, "application/json", reply.coding);
+    return sent(act, write(head_, reply.body)) && finish(keep_alive);
   }
 
   bool drip(const request_action& act, bool keep_alive) {
@@ -266,6 +281,7 @@ class session {
   beast::flat_buffer buffer_;
   std::string head_;
   std::string body_;
+  std::string_view accept_encoding_;  // the current request's (in its parser), while it is served
 };
 
 }  // namespace

@@ -4,8 +4,8 @@
 // Invariants: put() never consumes more than it was given and stops early only with an error; a finished
 // answer has a status of three digits and a body within the limit; every presented byte lies inside the
 // exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
-// bytes presented at once and in pieces give the same result (Cache-Control freshness included, at most
-// a day); and freshness_seconds() on the raw bytes is bounded too.
+// bytes presented at once and in pieces give the same result (Cache-Control freshness at most a day, and
+// the Content-Encoding, included); and freshness_seconds() on the raw bytes is bounded too.
 
 #include "gateway/downstream/freshness.hpp"
 #include "gateway/downstream/response_parser.hpp"
@@ -29,6 +29,7 @@ struct outcome {
   unsigned status = 0;
   bool keep_alive = false;
   std::uint32_t fresh_for = 0;
+  gateway::content_coding coding = gateway::content_coding::identity;
   std::string body;
   std::size_t consumed = 0;
 };
@@ -80,6 +81,7 @@ outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_
     o.status = parser.status();
     o.keep_alive = parser.keep_alive();
     o.fresh_for = parser.fresh_for();
+    o.coding = parser.coding();
     FUZZ_CHECK(o.fresh_for <= 24 * 3600);
     o.body = parser.body();
     FUZZ_CHECK(o.status >= 100 && o.status <= 999);
@@ -112,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(whole.status == cut.status);
     FUZZ_CHECK(whole.keep_alive == cut.keep_alive);
     FUZZ_CHECK(whole.fresh_for == cut.fresh_for);
+    FUZZ_CHECK(whole.coding == cut.coding);
     FUZZ_CHECK(whole.body == cut.body);
     FUZZ_CHECK(whole.consumed == cut.consumed);
   }
