@@ -30,21 +30,42 @@ struct input_read_elsewhere final : read_readiness::listener {
 };
 input_read_elsewhere read_elsewhere;
 
-// Why a handshake failed, for the call's detail (a static text).
-const char* handshake_failure(SSL* ssl, bool verifying) {
-  if (!verifying) return "TLS handshake failed";
-  switch (SSL_get_verify_result(ssl)) {
-    case X509_V_OK:
-      return "TLS handshake failed";
-    case X509_V_ERR_HOSTNAME_MISMATCH:
-    case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return "TLS certificate name mismatch";
-    case X509_V_ERR_CERT_HAS_EXPIRED:
-    case X509_V_ERR_CERT_NOT_YET_VALID:
-      return "TLS certificate expired or not yet valid";
+// What a TLS error reported by OpenSSL (often the server's alert) says, for the call's detail (a static
+// text); null when `ec` is not one.
+const char* tls_error(const error_code& ec) {
+  if (ec.category() != net::error::get_ssl_category()) return nullptr;
+  switch (ERR_GET_REASON(static_cast<unsigned long>(static_cast<unsigned>(ec.value())))) {
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      return "TLS client certificate required";
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+      return "TLS client certificate refused";
     default:
-      return "TLS certificate not trusted";
+      return "TLS error";
   }
+}
+
+// Why a handshake failed, for the call's detail: the server's certificate when it was verified and
+// failed, else what OpenSSL reported.
+const char* handshake_failure(SSL* ssl, bool verifying, const error_code& ec) {
+  if (verifying) {
+    switch (SSL_get_verify_result(ssl)) {
+      case X509_V_OK:
+        break;
+      case X509_V_ERR_HOSTNAME_MISMATCH:
+      case X509_V_ERR_IP_ADDRESS_MISMATCH:
+        return "TLS certificate name mismatch";
+      case X509_V_ERR_CERT_HAS_EXPIRED:
+      case X509_V_ERR_CERT_NOT_YET_VALID:
+        return "TLS certificate expired or not yet valid";
+      default:
+        return "TLS certificate not trusted";
+    }
+  }
+  const char* what = tls_error(ec);
+  return what == nullptr || std::string_view(what) == "TLS error" ? "TLS handshake failed" : what;
 }
 
 }  // namespace
@@ -71,7 +92,8 @@ void http_attempt::handshaken(error_code ec) {
   SSL* ssl = conn_->tls->stream.native_handle();
   if (ec) {
     const bool refused = ec != net::error::timed_out && ec != net::error::operation_aborted;
-    return exchange_failed(ec, refused ? handshake_failure(ssl, pool_.tls()->verifies()) : "connect failed");
+    return exchange_failed(ec,
+                           refused ? handshake_failure(ssl, pool_.tls()->verifies(), ec) : "connect failed");
   }
   pool_.count_handshake(SSL_session_reused(ssl) == 1);
   write();
@@ -97,7 +119,12 @@ void http_attempt::tls_readable(const error_code& ec, std::size_t bytes) {
     // answer cut off so is never taken for complete (its end may have been forged).
     return read_failed(parser_->got_some() ? ec : error_code(http::error::end_of_stream));
   }
-  if (ec) return read_failed(ec);
+  if (ec) {
+    // TLS 1.3: a server that refuses the client's certificate says so after the client's handshake
+    // ended, in answer to the request.
+    if (const char* what = tls_error(ec)) return exchange_failed(ec, what);
+    return read_failed(ec);
+  }
   conn_->buffer.commit(bytes);
   SSL* ssl = conn_->tls->stream.native_handle();
   // TLS 1.3 tickets come after the handshake, ahead of the answer: the first exchange on a connection

@@ -176,6 +176,12 @@ TEST_CASE("tls: a server that requires a client certificate gets it from cert_fi
     check_fell_back(http_get(gw.port(), target("M1")));
   }
   {
+    tls_config required{mock.url(), "ca_file: " + certs.ca_cert};
+    required.required = true;
+    gateway_process gw(required.yaml());
+    check_failed_with(http_get(gw.port(), target("M0")), "TLS client certificate required");
+  }
+  {
     gateway_process gw(tls_config{mock.url(), "ca_file: " + certs.ca_cert + ", cert_file: " +
                                                   certs.client_cert + ", key_file: " + certs.client_key}
                            .yaml());
@@ -205,6 +211,15 @@ TEST_CASE("tls: connections are kept alive, and a new connection resumes the las
                {{"downstream", "secure"}, {"resumed", "true"}}) == 1);
   CHECK(metric(gw, "gateway_downstream_tls_handshakes_total",
                {{"downstream", "secure"}, {"resumed", "false"}}) == 1);
+
+  // The mock resets the connection under a request: the call falls back, and the new connections that
+  // follow resume the session too (a kept copy: a connection cut off does not spoil it).
+  mock.mock.set_mode("coupon", "reset");
+  check_fell_back(http_get(gw.port(), target("K21")));
+  mock.mock.set_mode("coupon", "ok");
+  check_answered(http_get(gw.port(), target("K22")), "K22");
+  CHECK(mock.handshakes("tls") >= 3);
+  CHECK(mock.handshakes("resumed") == mock.handshakes("tls") - 1);  // every one after the first
 }
 
 TEST_CASE("tls: a server that accepts but never answers the handshake ends the call at its deadline",
