@@ -338,9 +338,9 @@ void http_attempt::fail(const error_code& ec, const char* what) {
 
 // Hands the result to the call: the attempt's last act. Safe (direct_wake's rule) because it is reached
 // only as the last step of one of the attempt's own completion handlers (a timer, the connect, the write,
-// a readiness wait), or of start() while its caller touches nothing after it; and nothing of the attempt
-// is touched after the report: it is freed before, or kept (finished, without a cancel hook) only for the
-// connect timer's handler, which touches nothing else.
+// a readiness wait; https: the handshake, a TLS read), or of start() while its caller touches nothing
+// after it; and nothing of the attempt is touched after the report: it is freed before, or kept
+// (finished, without a cancel hook) only for the connect timer's handler, which touches nothing else.
 void http_attempt::finish(call_result&& result, clock::time_point now) {
   enter(state::finished);
   result.latency = now - started_;

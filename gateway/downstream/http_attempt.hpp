@@ -17,7 +17,7 @@
 // pointer where the paths part.
 //
 // Ownership: the call creates the attempt and nobody else holds it; only its own pending handlers (a
-// connect, write, readiness wait or timer it started) refer to it. It frees itself in one place,
+// connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself in one place,
 // free_if_done(): once it has reported, and the connect timer's handler (the one handler that can
 // outlive the report) has run. Reporting is its last act (the call may end then).
 //
