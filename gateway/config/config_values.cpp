@@ -58,6 +58,7 @@ std::string parse_downstream_url(downstream_settings& d) {
   std::string_view url = d.url;
   const bool tls = url.starts_with(https_scheme);
   if (!tls && !url.starts_with(http_scheme)) return "url must start with http:// or https://";
+  d.tls.enabled = tls;  // known before the rest is checked: a tls section is judged against it
   url.remove_prefix(tls ? https_scheme.size() : http_scheme.size());
   const auto slash = url.find('/');
   const std::string_view authority = url.substr(0, slash);
@@ -78,7 +79,6 @@ std::string parse_downstream_url(downstream_settings& d) {
   if (host.empty()) return "url needs host[:port]";
   d.host = std::move(host);
   d.port = port;
-  d.tls.enabled = tls;
   d.base_path = std::move(base);
   return {};
 }

@@ -161,6 +161,15 @@ void read_hedge(config_parse_state& state, const YAML::Node& node, downstream_se
   r.finish();
 }
 
+// A DNS name (letters, digits, '-', '.'), or an IP address (IPv6 with ':'), as the certificate must name.
+bool valid_server_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == ':';
+  });
+}
+
 // The `tls` section of an https downstream (an http:// one may not have one). The context is built, and
 // its files read, only when the section itself is free of errors.
 void read_tls(config_parse_state& state, const YAML::Node* node, downstream_settings& d,
@@ -176,7 +185,8 @@ void read_tls(config_parse_state& state, const YAML::Node* node, downstream_sett
     r.emplace(*node, state.errors, "downstream '" + d.name + "'.tls");
     r->boolean("verify", t.verify);
     r->string("ca_file", t.ca_file);
-    r->string("server_name", t.server_name);
+    if (r->string("server_name", t.server_name) && !valid_server_name(t.server_name))
+      r->error_at("server_name", "server_name must be a host name or an IP address");
     r->string("cert_file", t.cert_file);
     r->string("key_file", t.key_file);
     if (t.cert_file.empty() != t.key_file.empty())

@@ -120,6 +120,11 @@ TEST_CASE("tls config: cert_file and key_file go together; tls needs https; unkn
         "downstream 'secure'.tls: a tls section needs an https:// url");
   CHECK(only_error(config_with("https://h", "    tls: {verfy: false}\n")).message.find("verfy") !=
         std::string::npos);
+  CHECK(only_error(config_with("https://h", "    tls: {server_name: 'a b'}\n")).message ==
+        "downstream 'secure'.tls.server_name: server_name must be a host name or an IP address");
+  // An https url that does not parse is reported once, not again by its tls section.
+  CHECK(only_error(config_with("https://h:0", "    tls: {verify: false}\n")).message.find(".url:") !=
+        std::string::npos);
   CHECK(only_error(config_with("ftp://h")).message ==
         "downstream 'secure'.url: url must start with http:// or https://");
 }
