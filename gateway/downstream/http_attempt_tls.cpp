@@ -31,8 +31,8 @@ struct input_read_elsewhere final : read_readiness::listener {
 input_read_elsewhere read_elsewhere;
 
 // What a TLS error reported by OpenSSL (often the server's alert) says, for the call's detail (a static
-// text); null when `ec` is not one.
-const char* tls_error(const error_code& ec) {
+// text): `otherwise` for an error without a text of its own; null when `ec` is not a TLS error.
+const char* tls_error(const error_code& ec, const char* otherwise) {
   if (ec.category() != net::error::get_ssl_category()) return nullptr;
   switch (ERR_GET_REASON(static_cast<unsigned long>(static_cast<unsigned>(ec.value())))) {
     case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
@@ -43,7 +43,7 @@ const char* tls_error(const error_code& ec) {
     case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
       return "TLS client certificate refused";
     default:
-      return "TLS error";
+      return otherwise;
   }
 }
 
@@ -64,8 +64,8 @@ const char* handshake_failure(SSL* ssl, bool verifying, const error_code& ec) {
         return "TLS certificate not trusted";
     }
   }
-  const char* what = tls_error(ec);
-  return what == nullptr || std::string_view(what) == "TLS error" ? "TLS handshake failed" : what;
+  const char* what = tls_error(ec, "TLS handshake failed");
+  return what != nullptr ? what : "TLS handshake failed";
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ void http_attempt::tls_readable(const error_code& ec, std::size_t bytes) {
   if (ec) {
     // TLS 1.3: a server that refuses the client's certificate says so after the client's handshake
     // ended, in answer to the request.
-    if (const char* what = tls_error(ec)) return exchange_failed(ec, what);
+    if (const char* what = tls_error(ec, "TLS error")) return exchange_failed(ec, what);
     return read_failed(ec);
   }
   conn_->buffer.commit(bytes);
