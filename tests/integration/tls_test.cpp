@@ -125,7 +125,7 @@ TEST_CASE("tls: an https downstream verified against its ca_file answers normall
 }
 
 TEST_CASE(
-    "tls: a certificate the CA did not sign fails the call, the fallback serves; verify: false accepts it",
+    "tls: a certificate the CA did not sign fails the call and the fallback serves, verify: false accepts it",
     "[tls]") {
   tls_files certs;
   tls_mock mock(certs.rogue_cert, certs.rogue_key);
@@ -150,7 +150,7 @@ TEST_CASE(
   CHECK(mock.mock.path_counter(mock.mock.stats(), "coupon", "requests") == 1);  // only the unverified call
 }
 
-TEST_CASE("tls: a server_name the certificate does not hold fails verification; one it holds passes",
+TEST_CASE("tls: a server_name the certificate does not hold fails verification, one it holds passes",
           "[tls]") {
   tls_files certs;
   tls_mock mock(certs.server_cert, certs.server_key);

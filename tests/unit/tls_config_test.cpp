@@ -110,7 +110,7 @@ TEST_CASE("tls config: files that cannot be read or hold no PEM are errors at th
   }
 }
 
-TEST_CASE("tls config: cert_file and key_file go together; tls needs https; unknown keys fail",
+TEST_CASE("tls config: cert_file and key_file go together, tls needs https, unknown keys fail",
           "[config][tls]") {
   CHECK(only_error(config_with("https://h", "    tls: {cert_file: /c.pem}\n")).message ==
         "downstream 'secure'.tls.cert_file: cert_file and key_file go together");
