@@ -37,6 +37,7 @@ RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
       libboost-context1.81.0 libfmt9 libspdlog1.10 libyaml-cpp0.7 libpq5 libsqlite3-0 libssl3 libre2-9 \
       libboost-url1.81.0 zlib1g \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
  && groupadd --system --gid 10001 gateway \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

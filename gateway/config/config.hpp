@@ -18,6 +18,7 @@
 namespace gateway {
 
 class param_pattern;
+class tls_client_context;
 
 struct listen_address {
   std::string host = "0.0.0.0";
@@ -168,6 +169,22 @@ struct stale_settings {
   std::size_t max_bytes = 1024 * 1024;
 };
 
+// TLS to an https:// downstream. The peer is verified (unless `verify` is false) against `ca_file`, or
+// the system's trust store when it is empty, and must be named `server_name`, or the url's host when that
+// is empty (a host name is also sent as SNI; an IP address is checked against the certificate's IP
+// addresses). `cert_file` and `key_file` (PEM, together) are the client certificate for mutual TLS.
+struct tls_settings {
+  bool enabled = false;  // the url is https://
+  bool verify = true;
+  std::string ca_file;
+  std::string server_name;
+  std::string cert_file;
+  std::string key_file;
+  // Built at load from the fields above (files read then); shared by the downstream's connection pools.
+  // Null when not enabled.
+  std::shared_ptr<const tls_client_context> context;
+};
+
 struct endpoint_address {
   std::string host;
   std::uint16_t port = 0;
@@ -179,8 +196,8 @@ struct downstream_settings {
   sql_settings sql;  // when kind == sql
   std::string url;   // as written
   std::string host;
-  std::uint16_t port = 80;
-  std::string base_path;  // prefix of every target, without trailing '/'
+  std::uint16_t port = 80;  // 443 for https
+  std::string base_path;    // prefix of every target, without trailing '/'
   microseconds connect_timeout = milliseconds(100);
   std::size_t max_connections = 1024;
   std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
@@ -196,6 +213,7 @@ struct downstream_settings {
   hedge_settings hedge;     // http
   bool coalesce = false;    // http: identical calls in flight on an I/O thread share one request
   bool compressed = false;  // http: ask for gzip or deflate answers (Accept-Encoding: gzip, deflate)
+  tls_settings tls;         // http: an https:// url
 };
 
 struct param_settings {

@@ -20,6 +20,14 @@ nlohmann::json downstream_json(const downstream_settings& d) {
       j["endpoints"] = nlohmann::json::array();
       for (const auto& e : d.endpoints) j["endpoints"].push_back(format_listen({e.host, e.port}));
     }
+    if (d.tls.enabled) {  // file paths only: a key's contents are never read here
+      const auto& t = d.tls;
+      j["tls"] = {{"verify", t.verify},
+                  {"ca_file", t.ca_file},
+                  {"server_name", t.server_name},
+                  {"cert_file", t.cert_file},
+                  {"key_file", t.key_file}};
+    }
     j["coalesce"] = d.coalesce;
     j["cache"] = d.stale.cache;
     j["compressed"] = d.compressed;

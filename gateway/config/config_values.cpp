@@ -53,10 +53,13 @@ bool listeners_overlap(const listen_address& a, const listen_address& b) {
 }
 
 std::string parse_downstream_url(downstream_settings& d) {
-  constexpr std::string_view scheme = "http://";
+  constexpr std::string_view http_scheme = "http://";
+  constexpr std::string_view https_scheme = "https://";
   std::string_view url = d.url;
-  if (url.substr(0, scheme.size()) != scheme) return "url must start with http://";
-  url.remove_prefix(scheme.size());
+  const bool tls = url.starts_with(https_scheme);
+  if (!tls && !url.starts_with(http_scheme)) return "url must start with http:// or https://";
+  d.tls.enabled = tls;  // known before the rest is checked: a tls section is judged against it
+  url.remove_prefix(tls ? https_scheme.size() : http_scheme.size());
   const auto slash = url.find('/');
   const std::string_view authority = url.substr(0, slash);
   std::string base = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash));
@@ -66,7 +69,7 @@ std::string parse_downstream_url(downstream_settings& d) {
       return "url base path has a forbidden character";
   }
   std::string host(authority);
-  std::uint16_t port = 80;
+  std::uint16_t port = tls ? 443 : 80;
   if (authority.find(':') != std::string_view::npos) {
     auto parts = split_host_port(authority);
     if (!parts) return "url needs host[:port]";

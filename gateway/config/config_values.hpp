@@ -28,7 +28,8 @@ std::string parse_listen(const std::string& text, const std::string& example, li
 // wildcard address that covers the other (the IPv6 wildcard is dual-stack: it covers IPv4 addresses too).
 bool listeners_overlap(const listen_address& a, const listen_address& b);
 
-// "http://host:port[/base]" -> settings fields; returns an error message or "".
+// "http://host:port[/base]" or "https://..." (port 80 or 443 by default) -> settings fields (tls.enabled
+// for https); returns an error message or "".
 std::string parse_downstream_url(downstream_settings& d);
 
 // Names end up in response headers (X-Degraded), logs and metric labels: keep them to a safe alphabet.

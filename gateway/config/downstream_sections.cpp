@@ -3,12 +3,14 @@
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
+#include "gateway/config/tls_client_context.hpp"
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/sql/sql_statement.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <optional>
 #include <string_view>
 
 namespace gateway {
@@ -159,6 +161,49 @@ void read_hedge(config_parse_state& state, const YAML::Node& node, downstream_se
   r.finish();
 }
 
+// A DNS name (letters, digits, '-', '.'), or an IP address (IPv6 with ':'), as the certificate must name.
+bool valid_server_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == ':';
+  });
+}
+
+// The `tls` section of an https downstream (an http:// one may not have one). The context is built, and
+// its files read, only when the section itself is free of errors.
+void read_tls(config_parse_state& state, const YAML::Node* node, downstream_settings& d,
+              yaml_reader& parent) {
+  auto& t = d.tls;
+  if (!t.enabled) {
+    if (node != nullptr) parent.error_at("tls", "a tls section needs an https:// url");
+    return;
+  }
+  const auto errors_before = state.errors.size();
+  std::optional<yaml_reader> r;
+  if (node != nullptr) {
+    r.emplace(*node, state.errors, "downstream '" + d.name + "'.tls");
+    r->boolean("verify", t.verify);
+    r->string("ca_file", t.ca_file);
+    if (r->string("server_name", t.server_name) && !valid_server_name(t.server_name))
+      r->error_at("server_name", "server_name must be a host name or an IP address");
+    r->string("cert_file", t.cert_file);
+    r->string("key_file", t.key_file);
+    if (t.cert_file.empty() != t.key_file.empty())
+      r->error_at(t.cert_file.empty() ? "key_file" : "cert_file", "cert_file and key_file go together");
+    r->finish();
+  }
+  if (state.errors.size() != errors_before) return;
+  tls_client_context::problem why;
+  t.context = tls_client_context::make(t, d.host, why);
+  if (t.context) return;
+  if (r) {
+    r->error_at(why.key, why.message);
+  } else {
+    parent.error_at("url", why.message);  // the system's trust store: no tls section to point at
+  }
+}
+
 }  // namespace
 
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
@@ -191,6 +236,8 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       if (auto e = r.section("outlier_ejection")) read_ejection(state, *e, d);
       if (auto rt = r.section("retry")) read_retry(state, *rt, d);
       if (auto h = r.section("hedge")) read_hedge(state, *h, d);
+      const auto tls = r.section("tls");
+      read_tls(state, tls ? &*tls : nullptr, d, r);
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
     if (auto b = r.section("circuit_breaker")) read_breaker(state, *b, d);

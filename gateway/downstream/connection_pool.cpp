@@ -1,19 +1,52 @@
 #include "gateway/downstream/connection_pool.hpp"
 
+#include "gateway/downstream/tls_stream.hpp"
+
+#include <openssl/ssl.h>
+
 #include <algorithm>
+#include <utility>
 
 namespace gateway {
 
 namespace net = boost::asio;
 using boost::system::error_code;
 
+connection_pool::connection::connection(const net::any_io_executor& ex, connection_pool& owner)
+    : socket(ex), readiness(socket), pool(owner) {}
+
+connection_pool::connection::~connection() {
+  error_code ignored;
+  socket.close(ignored);
+}
+
 connection_pool::connection_pool(net::any_io_executor ex, const net::ip::tcp::endpoint& remote,
-                                 std::size_t cap, microseconds connect_timeout, microseconds idle_timeout)
+                                 std::size_t cap, microseconds connect_timeout, microseconds idle_timeout,
+                                 const tls_client_context* tls, tls_handshake_counts* counts)
     : ex_(std::move(ex)),
       remote_(remote),
       cap_(std::max<std::size_t>(cap, 1)),
       connect_timeout_(connect_timeout),
-      idle_timeout_(idle_timeout) {}
+      idle_timeout_(idle_timeout),
+      tls_(tls),
+      counts_(counts) {}
+
+connection_pool::~connection_pool() {
+  SSL_SESSION_free(session_);  // accepts null
+}
+
+void connection_pool::keep_tls_session(SSL* ssl) {
+  const SSL_SESSION* current = SSL_get0_session(ssl);
+  if (current == nullptr || SSL_SESSION_is_resumable(current) != 1) return;  // TLS 1.3: no ticket yet
+  // A copy: OpenSSL marks a connection's own session not resumable when the connection is freed without
+  // a TLS shutdown, as every connection closed here is.
+  if (SSL_SESSION* copy = SSL_SESSION_dup(current)) SSL_SESSION_free(std::exchange(session_, copy));
+}
+
+void connection_pool::count_handshake(bool resumed) {
+  auto& counter = resumed ? counts_->resumed : counts_->full;
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 connection_pool::handle connection_pool::take_idle(clock::time_point now) {
   while (!idle_.empty()) {

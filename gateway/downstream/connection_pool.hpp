@@ -4,6 +4,11 @@
 // waits in FIFO order (a waiter with a timer) until a connection is released or closed, its deadline passes,
 // or it is cancelled. The pool never waits itself: callers drive it (http_attempt's state machine). Include
 // only from downstream implementation files: it pulls in Beast.
+//
+// An https downstream's pool makes TLS connections (connection::tls, from the downstream's shared
+// context) and keeps the TLS session of its last new connection, so that the next new one resumes it
+// (an abbreviated handshake) instead of negotiating afresh; keep-alive reuse spares the handshake
+// altogether. A plain pool's connections have no TLS layer and cost nothing for it.
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/core/duration.hpp"
@@ -14,11 +19,26 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
 
+typedef struct ssl_session_st SSL_SESSION;
+typedef struct ssl_st SSL;
+
 namespace gateway {
+
+class tls_client_context;
+struct tls_stream;
+
+// TLS handshakes made by pools (full or resumed), counted by the owner of the pools (read by the metrics
+// on another thread: relaxed atomics, written by one I/O thread only).
+struct tls_handshake_counts {
+  std::atomic<std::uint64_t> full{0};
+  std::atomic<std::uint64_t> resumed{0};
+};
 
 class connection_pool {
  public:
@@ -26,15 +46,14 @@ class connection_pool {
   // when its answer arrives; while it idles in the pool, anything arriving (the downstream closing it,
   // or bytes nobody asked for) marks it stale and closes it.
   struct connection final : read_readiness::listener {
-    connection(const boost::asio::any_io_executor& ex, connection_pool& owner)
-        : socket(ex), readiness(socket), pool(owner) {}
-    ~connection() {
-      boost::system::error_code ignored;
-      socket.close(ignored);  // before `readiness` goes: a queued wait completes aborted and frees itself
-    }
+    // Both out of line: `tls` is complete only where TLS is used.
+    connection(const boost::asio::any_io_executor& ex, connection_pool& owner);
+    // Closes the socket before `readiness` goes: a queued wait completes aborted and frees itself.
+    ~connection();
     void on_readable(const boost::system::error_code& ec) override;
 
     boost::asio::ip::tcp::socket socket;
+    std::unique_ptr<tls_stream> tls;  // https: the TLS layer over `socket`, once connected; else null
     boost::beast::flat_buffer buffer;
     read_readiness readiness;
     connection_pool& pool;
@@ -55,10 +74,13 @@ class connection_pool {
     bool slot_freed = false;
   };
 
+  // `tls` (an https downstream's context) and `counts` must outlive the pool; both null for http.
   connection_pool(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& remote,
-                  std::size_t cap, microseconds connect_timeout, microseconds idle_timeout);
+                  std::size_t cap, microseconds connect_timeout, microseconds idle_timeout,
+                  const tls_client_context* tls = nullptr, tls_handshake_counts* counts = nullptr);
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
+  ~connection_pool();
 
   // An idle connection still fit for use at `now`, or null.
   handle take_idle(clock::time_point now);
@@ -75,6 +97,14 @@ class connection_pool {
   void dequeue(waiter& w);
   const boost::asio::any_io_executor& executor() const { return ex_; }
   microseconds connect_timeout() const { return connect_timeout_; }
+
+  // https: the context new connections are made from; null for a plain pool.
+  const tls_client_context* tls() const { return tls_; }
+  // The session a new connection offers to resume (null: none yet).
+  SSL_SESSION* tls_session() const { return session_; }
+  // Keeps a copy of `ssl`'s session for the next new connection, when the server allows resuming it.
+  void keep_tls_session(SSL* ssl);
+  void count_handshake(bool resumed);
 
   // Returns a connection whose last exchange finished cleanly (at `now`), for reuse; watches it while idle.
   void release(handle conn, clock::time_point now);
@@ -98,6 +128,9 @@ class connection_pool {
   std::size_t cap_;
   microseconds connect_timeout_;
   microseconds idle_timeout_;
+  const tls_client_context* tls_;
+  tls_handshake_counts* counts_;
+  SSL_SESSION* session_ = nullptr;  // owned (a copy), freed with the pool or when replaced
   bool retired_ = false;
   std::size_t open_ = 0;
   std::size_t reserved_ = 0;  // slots promised to woken waiters that have not connected yet

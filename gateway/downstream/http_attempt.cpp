@@ -50,7 +50,8 @@ http_attempt::http_attempt(http_call& call, std::size_t slot, std::string_view h
 // The legal changes of state; any other is a bug:
 //   acquiring         -> queued | connecting | writing (an idle or handed-over connection) | finished
 //   queued            -> acquiring (handed a connection or a slot, timed out, or cancelled)
-//   connecting        -> connect_timed_out | writing | finished
+//   connecting        -> connect_timed_out | writing | handshaking (https) | finished
+//   handshaking       -> connect_timed_out | writing | finished
 //   connect_timed_out -> finished
 //   writing           -> reading | acquiring (the retry on a new connection) | finished
 //   reading           -> acquiring (the retry) | finished
@@ -62,6 +63,9 @@ constexpr bool http_attempt::legal(state from, state to) {
     case state::queued:
       return to == state::acquiring;
     case state::connecting:
+      return to == state::connect_timed_out || to == state::writing || to == state::handshaking ||
+             to == state::finished;
+    case state::handshaking:
       return to == state::connect_timed_out || to == state::writing || to == state::finished;
     case state::connect_timed_out:
       return to == state::finished;
@@ -87,6 +91,7 @@ void http_attempt::enter(state next) {
       input_waiting_ = false;
       [[fallthrough]];
     case state::connecting:
+    case state::handshaking:
       // Closing (not just cancelling) means an operation started after the hook fired fails at once too.
       hook_.emplace(cancel_, [this] { close_socket(); });
       break;
@@ -157,7 +162,8 @@ void http_attempt::connect() {
   conn_ = pool_.open();
   contacted_ = true;
   enter(state::connecting);
-  // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_).
+  // The connect timeout, when it ends before the deadline (which the fan-out enforces via cancel_); it
+  // times an https connection's handshake too.
   // Armed at most once per call: a retry follows only a failed reused connection, never a new one.
   const auto limit = clock::now() + pool_.connect_timeout();
   if (limit < deadline_) {
@@ -170,7 +176,7 @@ void http_attempt::connect() {
 
 void http_attempt::connect_timer_ended(const error_code& ec) {
   timer_.reset();  // its handler is this one
-  if (!ec && state_ == state::connecting) {
+  if (!ec && (state_ == state::connecting || state_ == state::handshaking)) {
     enter(state::connect_timed_out);
     close_socket();
   }
@@ -178,7 +184,7 @@ void http_attempt::connect_timer_ended(const error_code& ec) {
 }
 
 void http_attempt::connected(error_code ec) {
-  if (timer_) timer_->cancel();
+  if (timer_ && pool_.tls() == nullptr) timer_->cancel();  // https: it times the handshake next
   if (state_ == state::connect_timed_out) {
     ec = net::error::timed_out;
   } else if (!ec && cancel_.cancelled()) {
@@ -189,6 +195,7 @@ void http_attempt::connected(error_code ec) {
   }
   error_code ignored;
   conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
+  if (pool_.tls() != nullptr) return handshake();
   report_input_left(conn_->socket);
   write();
 }
@@ -197,6 +204,7 @@ void http_attempt::write() {
   enter(state::writing);
   parser_.emplace(max_response_bytes_, response_header_limit);
   conn_->buffer.clear();
+  if (conn_->tls) return tls_write();
   conn_->user = this;
   if (!conn_->readiness.waiting()) conn_->readiness.wait(*conn_);
   const auto sent =
@@ -216,6 +224,7 @@ void http_attempt::written(const error_code& ec) {
   // Fired while the write completed: don't read.
   if (cancel_.cancelled()) return exchange_failed(net::error::operation_aborted, "cancelled");
   enter(state::reading);
+  if (conn_->tls) return tls_read();
   if (std::exchange(input_waiting_, false)) on_readable(error_code());
 }
 
@@ -233,17 +242,37 @@ void http_attempt::on_readable(const error_code& ec) {
     if (got.ec == net::error::would_block) return conn_->readiness.wait(*conn_);
     if (got.ec == net::error::eof) return end_of_stream();
     if (got.ec) return read_failed(got.ec);
-    error_code parse_ec;
-    const auto data = buffer.data();
-    buffer.consume(
-        parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
-    if (parse_ec && parse_ec != http::error::need_more) return read_failed(parse_ec);
-    if (!charge_body()) return exchange_failed(http::error::buffer_overflow, "memory budget exhausted");
-    // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
-    if (parser_->is_done()) return answered(got.drained);
-    if (buffer.size() > read_buffer_limit) return read_failed(http::error::buffer_overflow);
+    if (!consume_input(got.drained)) return;
     if (got.drained) return conn_->readiness.wait(*conn_);
   }
+}
+
+// Parses what the connection's buffer holds. True when the answer needs more input; false when the
+// exchange has ended (answered, or failed), reported. `drained`: nothing more is waiting to be read.
+bool http_attempt::consume_input(bool drained) {
+  auto& buffer = conn_->buffer;
+  error_code parse_ec;
+  const auto data = buffer.data();
+  buffer.consume(
+      parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
+  if (parse_ec && parse_ec != http::error::need_more) {
+    read_failed(parse_ec);
+    return false;
+  }
+  if (!charge_body()) {
+    exchange_failed(http::error::buffer_overflow, "memory budget exhausted");
+    return false;
+  }
+  // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
+  if (parser_->is_done()) {
+    answered(drained);
+    return false;
+  }
+  if (buffer.size() > read_buffer_limit) {
+    read_failed(http::error::buffer_overflow);
+    return false;
+  }
+  return true;
 }
 
 // Counts the answer's body buffer against the process's memory budget as it grows; false when the
@@ -299,7 +328,8 @@ void http_attempt::exchange_failed(const error_code& ec, const char* what) {
   const bool retry = retry_on_new_connection({ec, conn_->reused, answer_started, cancel_.cancelled()});
   pool_.discard(std::move(conn_));
   if (!retry) {
-    const bool connecting = state_ == state::connecting || state_ == state::connect_timed_out;
+    const bool connecting =
+        state_ == state::connecting || state_ == state::handshaking || state_ == state::connect_timed_out;
     if (cancel_.cancelled() || answer_started || ec == http::error::body_limit ||
         ec == http::error::buffer_overflow) {
       failure_ = report::failure::other;
@@ -318,9 +348,9 @@ void http_attempt::fail(const error_code& ec, const char* what) {
 
 // Hands the result to the call: the attempt's last act. Safe (direct_wake's rule) because it is reached
 // only as the last step of one of the attempt's own completion handlers (a timer, the connect, the write,
-// a readiness wait), or of start() while its caller touches nothing after it; and nothing of the attempt
-// is touched after the report: it is freed before, or kept (finished, without a cancel hook) only for the
-// connect timer's handler, which touches nothing else.
+// a readiness wait; https: the handshake, a TLS read), or of start() while its caller touches nothing
+// after it; and nothing of the attempt is touched after the report: it is freed before, or kept
+// (finished, without a cancel hook) only for the connect timer's handler, which touches nothing else.
 void http_attempt::finish(call_result&& result, clock::time_point now) {
   enter(state::finished);
   result.latency = now - started_;

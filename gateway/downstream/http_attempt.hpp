@@ -10,8 +10,14 @@
 // (read_readiness), until nothing more is waiting, never speculatively before it can be there. A pooled
 // connection the downstream closed while it idled is replaced once within the attempt (retry_policy).
 //
+// An https downstream's connection takes a small path of its own (http_attempt_tls.cpp): after the
+// connect, a TLS handshake, timed by the connect timeout together with the connect and bounded by the
+// deadline; then the request is written and the answer read through the connection's TLS stream (Asio's
+// async operations), into the same parser. A plain connection never enters it: one test of a null
+// pointer where the paths part.
+//
 // Ownership: the call creates the attempt and nobody else holds it; only its own pending handlers (a
-// connect, write, readiness wait or timer it started) refer to it. It frees itself in one place,
+// connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself in one place,
 // free_if_done(): once it has reported, and the connect timer's handler (the one handler that can
 // outlive the report) has run. Reporting is its last act (the call may end then).
 //
@@ -64,7 +70,9 @@ class http_attempt final : public read_readiness::listener {
     acquiring,          // looking for a connection: an idle one, a free slot, or a place in the queue
     queued,             // at the pool's cap: waiting for a connection or a slot (timer_, waiter_)
     connecting,         // connecting a new connection (conn_; timer_ when the connect timeout is armed)
-    connect_timed_out,  // the connect timer closed the socket; the connect's completion is still to come
+    handshaking,        // https: the TLS handshake on a new connection (conn_, its tls; timer_ as above)
+    connect_timed_out,  // the connect timer closed the socket; the connect's (or handshake's) completion
+                        // is still to come
     writing,            // sending the request (conn_, parser_; async_write for what `send` did not take)
     reading,            // the request is sent: reading the answer as it arrives (conn_, parser_)
     finished,           // reported to the call; at most the connect timer's handler is still to run
@@ -86,6 +94,13 @@ class http_attempt final : public read_readiness::listener {
   void write();
   void written(const boost::system::error_code& ec);
   void on_readable(const boost::system::error_code& ec) override;
+  bool consume_input(bool drained);
+  // https (http_attempt_tls.cpp).
+  void handshake();
+  void handshaken(boost::system::error_code ec);
+  void tls_write();
+  void tls_read();
+  void tls_readable(const boost::system::error_code& ec, std::size_t bytes);
   bool charge_body();
   void end_of_stream();
   void answered(bool drained);

@@ -80,6 +80,15 @@ std::uint64_t http_downstream::coalesced() const {
   return n;
 }
 
+std::uint64_t http_downstream::tls_handshakes(bool resumed) const {
+  std::uint64_t n = 0;
+  for (const auto& lane : lanes_) {
+    const auto& counts = lane->handshakes();
+    n += (resumed ? counts.resumed : counts.full).load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
 std::uint64_t http_downstream::hedges() const {
   std::uint64_t n = 0;
   for (const auto& lane : lanes_) n += lane->hedges();

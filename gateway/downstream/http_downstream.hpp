@@ -41,6 +41,9 @@ class http_downstream final : public downstream {
   std::uint64_t ejections() const;  // endpoint ejections, summed over the I/O threads
   std::uint64_t coalesced() const;  // calls that shared another's downstream request
   unsigned endpoint_count() const;  // addresses it balances over now
+  bool tls() const { return settings_.tls.enabled; }
+  // TLS handshakes so far (https), over every I/O thread: full ones, or resumed ones (`resumed`).
+  std::uint64_t tls_handshakes(bool resumed) const;
   // Its endpoints' circuit breakers (circuit_breaker.per_endpoint); null when off.
   const endpoint_breakers* breakers() const { return breakers_.get(); }
 

@@ -20,8 +20,10 @@ constexpr std::size_t recompute_every = 16;
 
 http_lane::endpoint::endpoint(const boost::asio::any_io_executor& ex,
                               const boost::asio::ip::tcp::endpoint& to, std::size_t cap,
-                              const downstream_settings& settings)
-    : address(to), pool(ex, to, cap, settings.connect_timeout, settings.idle_timeout) {}
+                              const downstream_settings& settings, tls_handshake_counts& handshakes)
+    : address(to),
+      pool(ex, to, cap, settings.connect_timeout, settings.idle_timeout, settings.tls.context.get(),
+           &handshakes) {}
 
 http_lane::http_lane(boost::asio::any_io_executor ex,
                      std::vector<std::shared_ptr<const resolved_address>> sources, std::size_t cap,
@@ -152,7 +154,7 @@ void http_lane::refresh() {
       const bool known = std::any_of(endpoints_.begin(), endpoints_.end(),
                                      [&](const auto& e) { return !e->removed && e->address == address; });
       if (known) continue;
-      endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_));
+      endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_, handshakes_));
       if (breakers_ != nullptr) endpoints_.back()->breaker = breakers_->at(address);
     }
     live_ = now.size();

@@ -36,7 +36,7 @@ class http_lane {
  public:
   struct endpoint {
     endpoint(const boost::asio::any_io_executor& ex, const boost::asio::ip::tcp::endpoint& to,
-             std::size_t cap, const downstream_settings& settings);
+             std::size_t cap, const downstream_settings& settings, tls_handshake_counts& handshakes);
 
     boost::asio::ip::tcp::endpoint address;
     connection_pool pool;
@@ -103,6 +103,8 @@ class http_lane {
   std::uint64_t hedges() const { return hedges_total_.load(std::memory_order_relaxed); }
   std::uint64_t ejections() const { return ejections_total_.load(std::memory_order_relaxed); }
   unsigned endpoint_count() const { return endpoint_count_.load(std::memory_order_relaxed); }
+  // TLS handshakes made by the lane's pools (https), full and resumed.
+  const tls_handshake_counts& handshakes() const { return handshakes_; }
 
  private:
   void roll_window(clock::time_point now);
@@ -134,6 +136,7 @@ class http_lane {
   std::atomic<std::uint64_t> hedges_total_{0};
   std::atomic<std::uint64_t> ejections_total_{0};
   std::atomic<unsigned> endpoint_count_{0};
+  tls_handshake_counts handshakes_;
   std::unique_ptr<call_coalescer> coalescer_;
 };
 

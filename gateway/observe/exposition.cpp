@@ -133,6 +133,19 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
                  "Addresses a downstream's calls are balanced over.", downstreams, name,
                  [](const http_downstream* d) { return d->endpoint_count(); });
   render_endpoint_breakers(out, downstreams);
+  bool any_tls = false;
+  for (const auto* d : downstreams) any_tls = any_tls || d->tls();
+  if (!any_tls) return;
+  out.family("gateway_downstream_tls_handshakes_total", "counter",
+             "TLS handshakes with https downstreams, full or resumed (an abbreviated handshake).");
+  for (const auto* d : downstreams) {
+    if (!d->tls()) continue;
+    for (const bool resumed : {false, true}) {
+      out.sample("gateway_downstream_tls_handshakes_total",
+                 {{"downstream", d->name()}, {"resumed", resumed ? "true" : "false"}},
+                 static_cast<double>(d->tls_handshakes(resumed)));
+    }
+  }
 }
 
 void render_stale(prometheus_writer& out,

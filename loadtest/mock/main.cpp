@@ -5,6 +5,7 @@
 #include "loadtest/mock/path_registry.hpp"
 #include "loadtest/mock/replies.hpp"
 #include "loadtest/mock/server.hpp"
+#include "loadtest/mock/tls_server.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -52,7 +53,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<net::ip::tcp::endpoint> listen;
-  for (const auto& l : options->listen) {
+  const std::size_t first_tls = options->listen.size();  // HTTPS endpoints follow the plain ones
+  std::vector<mock::listen_address> all = options->listen;
+  all.insert(all.end(), options->tls.listen.begin(), options->tls.listen.end());
+  for (const auto& l : all) {
     boost::system::error_code ec;
     const auto address = net::ip::make_address(l.host, ec);
     if (ec) {
@@ -72,7 +76,9 @@ int main(int argc, char** argv) {
 
     // Declared before the server, whose destructor stops the threads that use it.
     std::optional<mock::path_registry> registry;
+    std::optional<mock::tls_server> tls;
     mock::server server(listen, options->threads);
+    if (!options->tls.listen.empty()) server.enable_tls(first_tls, tls.emplace(options->tls));
     const auto bound = server.local_endpoints();
     std::vector<unsigned short> ports;
     for (const auto& b : bound) {
@@ -89,10 +95,12 @@ int main(int argc, char** argv) {
     if (!configure(*registry, *options)) return 2;
 
     server.start(*registry);
-    for (const auto& b : bound) {
+    for (std::size_t i = 0; i < bound.size(); ++i) {
+      const auto& b = bound[i];
       const auto host = b.address().to_string();
-      std::printf("mock-downstream listening on %s%s%s:%u\n", b.address().is_v6() ? "[" : "", host.c_str(),
-                  b.address().is_v6() ? "]" : "", static_cast<unsigned>(b.port()));
+      std::printf("mock-downstream listening on %s%s%s:%u%s\n", b.address().is_v6() ? "[" : "", host.c_str(),
+                  b.address().is_v6() ? "]" : "", static_cast<unsigned>(b.port()),
+                  i >= first_tls ? " (tls)" : "");
     }
     std::fflush(stdout);
 

@@ -172,9 +172,10 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
 
 std::optional<mock_options> parse_command_line(const std::vector<std::string_view>& args,
                                                std::string& error) {
-  static constexpr std::string_view known[] = {"--listen",  "--threads",       "--delay",
-                                               "--path",    "--body",          "--seed",
-                                               "--profile", "--cache-control", "--record-headers"};
+  static constexpr std::string_view known[] = {
+      "--listen",   "--threads", "--delay",         "--path",           "--body",
+      "--seed",     "--profile", "--cache-control", "--record-headers", "--tls-listen",
+      "--tls-cert", "--tls-key", "--tls-client-ca"};
   mock_options options;
   std::optional<latency> delay;
   std::vector<path_setting> paths;
@@ -249,9 +250,15 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       const auto seed = parse_number<std::uint64_t>(value, 0, std::numeric_limits<std::uint64_t>::max());
       if (!seed) return bad();
       options.seed = *seed;
+    } else if (arg.starts_with("--tls-")) {
+      if (!apply_tls_option(arg, value, options.tls, why)) return bad();
     } else {
       profile = std::string(value);
     }
+  }
+  if (auto problem = tls_options_problem(options.tls); !problem.empty()) {
+    error = std::move(problem);
+    return std::nullopt;
   }
 
   if (!profile.empty()) {
@@ -299,7 +306,14 @@ std::string usage() {
          "  /__control?path=NAME[&mode=MODE][&delay=LATENCY|&latency=LATENCY][&body=JSON][&port=P]\n"
          "             changes a path at run time, on every endpoint or (port=P) on one only; values\n"
          "             percent-encoded; an empty body goes back to the generated one\n"
-         "  /NAME?sku=SKU[&...]  a downstream call; other query parameters are echoed in \"query\"\n";
+         "  /NAME?sku=SKU[&...]  a downstream call; other query parameters are echoed in \"query\"\n"
+         "TLS (HTTPS endpoints beside the plain ones, which keep serving the control requests):\n"
+         "  --tls-listen HOST:PORT  an HTTPS listener, repeatable; its endpoints follow the --listen ones "
+         "and\n"
+         "             print 'mock-downstream listening on HOST:PORT (tls)'\n"
+         "  --tls-cert FILE, --tls-key FILE  the server's PEM certificate chain and key (both required)\n"
+         "  --tls-client-ca FILE  require a client certificate signed by this CA (mutual TLS)\n"
+         "  /__stats counts them: \"handshakes\":{\"tls\":N,\"resumed\":N} (resumed: a session resumed)\n";
 }
 
 }  // namespace mock

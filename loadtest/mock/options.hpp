@@ -4,6 +4,7 @@
 
 #include "loadtest/mock/behaviour.hpp"
 #include "loadtest/mock/latency.hpp"
+#include "loadtest/mock/tls_options.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,7 @@ struct mock_options {
   std::vector<path_setting> paths;          // applied in order, a later entry for a name wins
   std::vector<path_body> bodies;            // applied after `paths`, a later entry for a name wins
   bool help = false;
+  tls_options tls;  // HTTPS listeners, after `listen`
 };
 
 // Parses the arguments after the program name. A profile (--profile) is applied first and the other

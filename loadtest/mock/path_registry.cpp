@@ -127,11 +127,18 @@ void path_registry::connection_closed(std::size_t endpoint) {
   endpoints_[endpoint < endpoints_.size() ? endpoint : 0].connections_open.fetch_sub(1, relaxed);
 }
 
+void path_registry::count_tls_handshake(bool resumed) {
+  tls_handshakes_.fetch_add(1, relaxed);
+  if (resumed) tls_resumed_.fetch_add(1, relaxed);
+}
+
 void path_registry::reset() {
   std::lock_guard lock(mutex_);
   requests_.store(0, relaxed);
   cancelled_.store(0, relaxed);
   connections_total_.store(0, relaxed);
+  tls_handshakes_.store(0, relaxed);
+  tls_resumed_.store(0, relaxed);
   for (auto& e : endpoints_) {
     e.total = {};
     e.connections_total.store(0, relaxed);
@@ -183,12 +190,14 @@ std::string path_registry::stats_json() const {
   }
   // "endpoints" sorts before "requests": the top-level requests counter stays the last one in the text,
   // where loadtest/bench.sh looks for it.
-  nlohmann::json out = {{"requests", requests_.load(relaxed)},
-                        {"cancelled", cancelled_.load(relaxed)},
-                        {"connections_open", connections_open_.load(relaxed)},
-                        {"connections_total", connections_total_.load(relaxed)},
-                        {"endpoints", std::move(endpoints)},
-                        {"paths", std::move(paths)}};
+  nlohmann::json out = {
+      {"requests", requests_.load(relaxed)},
+      {"cancelled", cancelled_.load(relaxed)},
+      {"connections_open", connections_open_.load(relaxed)},
+      {"connections_total", connections_total_.load(relaxed)},
+      {"endpoints", std::move(endpoints)},
+      {"handshakes", {{"tls", tls_handshakes_.load(relaxed)}, {"resumed", tls_resumed_.load(relaxed)}}},
+      {"paths", std::move(paths)}};
   // Header values are client bytes: replace invalid UTF-8 instead of throwing.
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -76,6 +76,8 @@ class path_registry {
 
   void connection_opened(std::size_t endpoint);
   void connection_closed(std::size_t endpoint);
+  // A TLS handshake completed (an HTTPS endpoint); `resumed`: the client resumed an earlier session.
+  void count_tls_handshake(bool resumed);
 
   // Zeroes the request, cancellation and connection totals and the per-path data, and restarts every
   // delay generator from its seed; keeps the behaviours and the number of open connections.
@@ -83,7 +85,8 @@ class path_registry {
 
   // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,"paths":{NAME:{...}},
   //  "endpoints":{PORT:{"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,
-  //                     "paths":{NAME:{"requests":N,"cancelled":N}}}}}
+  //                     "paths":{NAME:{"requests":N,"cancelled":N}}}},
+  //  "handshakes":{"tls":N,"resumed":N}}   (TLS handshakes of the HTTPS endpoints; resumed sessions)
   // An endpoint lists the paths it has seen since the last reset.
   std::string stats_json() const;
 
@@ -134,6 +137,8 @@ class path_registry {
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::int64_t> connections_open_{0};
   std::atomic<std::uint64_t> connections_total_{0};
+  std::atomic<std::uint64_t> tls_handshakes_{0};
+  std::atomic<std::uint64_t> tls_resumed_{0};
 };
 
 }  // namespace mock

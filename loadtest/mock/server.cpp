@@ -1,6 +1,7 @@
 #include "loadtest/mock/server.hpp"
 
 #include "loadtest/mock/session.hpp"
+#include "loadtest/mock/tls_server.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/spawn.hpp>
@@ -116,6 +117,8 @@ void server::spawn_session(tcp::socket socket, std::size_t endpoint) {
   net::spawn(
       executor, std::allocator_arg, boost::context::fixedsize_stack(stack_size),
       [this, endpoint, s = std::move(socket)](const net::yield_context& yield) mutable {
+        if (tls_ != nullptr && endpoint >= first_tls_)
+          return tls_->serve(std::move(s), *registry_, endpoint, yield);
         run_session(std::move(s), *registry_, endpoint, yield);
       },
       [](std::exception_ptr e) { log_failure(e, "session"); });

@@ -19,6 +19,8 @@
 
 namespace mock {
 
+class tls_server;
+
 class server {
  public:
   server(const std::vector<boost::asio::ip::tcp::endpoint>& listen, unsigned threads);
@@ -28,6 +30,12 @@ class server {
 
   // The bound addresses, in the order of `listen`.
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
+
+  // The endpoints from `first` on serve HTTPS through `tls` (which must outlive stop()); before start().
+  void enable_tls(std::size_t first, tls_server& tls) {
+    first_tls_ = first;
+    tls_ = &tls;
+  }
 
   void start(path_registry& registry);
   void stop();
@@ -43,6 +51,8 @@ class server {
   void spawn_session(boost::asio::ip::tcp::socket socket, std::size_t endpoint);
 
   path_registry* registry_ = nullptr;  // set by start()
+  tls_server* tls_ = nullptr;          // set by enable_tls()
+  std::size_t first_tls_ = 0;
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<boost::asio::ip::tcp::acceptor> acceptors_;
 };

@@ -6,6 +6,7 @@
 #include "loadtest/mock/peer_watch.hpp"
 #include "loadtest/mock/replies.hpp"
 
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -47,17 +48,26 @@ std::string_view field(const http::request<http::string_body>& req, std::string_
   return it->value();
 }
 
+// The TCP socket under a plain or a TLS connection: where options, the peer watch and closing apply.
+net::ip::tcp::socket& tcp(net::ip::tcp::socket& socket) {
+  return socket;
+}
+net::ip::tcp::socket& tcp(net::ssl::stream<net::ip::tcp::socket>& stream) {
+  return stream.next_layer();
+}
+
+// `Stream`: a TCP socket, or a TLS stream over one (its handshake done).
+template <class Stream>
 class session {
  public:
-  session(net::ip::tcp::socket socket, path_registry& registry, std::size_t endpoint,
-          const net::yield_context& yield)
+  session(Stream socket, path_registry& registry, std::size_t endpoint, const net::yield_context& yield)
       : socket_(std::move(socket)),
         registry_(registry),
         endpoint_(endpoint),
         yield_(yield),
         timer_(socket_.get_executor()),
-        watch_(socket_),
-        watchdog_(socket_, idle_timeout) {
+        watch_(tcp(socket_)),
+        watchdog_(tcp(socket_), idle_timeout) {
     registry_.connection_opened(endpoint_);
   }
   session(const session&) = delete;
@@ -127,8 +137,8 @@ class session {
     switch (how.how) {
       case mode::reset: {
         beast::error_code ignored;
-        socket_.set_option(net::socket_base::linger(true, 0), ignored);
-        socket_.close(ignored);
+        tcp(socket_).set_option(net::socket_base::linger(true, 0), ignored);
+        tcp(socket_).close(ignored);
         return false;
       }
       case mode::drip:
@@ -267,11 +277,11 @@ class session {
   bool finish(bool keep_alive) {
     if (keep_alive) return true;
     beast::error_code ignored;
-    socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+    tcp(socket_).shutdown(net::ip::tcp::socket::shutdown_send, ignored);
     return false;
   }
 
-  net::ip::tcp::socket socket_;
+  Stream socket_;
   path_registry& registry_;
   const std::size_t endpoint_;
   net::yield_context yield_;
@@ -288,7 +298,13 @@ class session {
 
 void run_session(net::ip::tcp::socket socket, path_registry& registry, std::size_t endpoint,
                  const net::yield_context& yield) {
-  session s(std::move(socket), registry, endpoint, yield);
+  session<net::ip::tcp::socket> s(std::move(socket), registry, endpoint, yield);
+  s.run();
+}
+
+void run_session(net::ssl::stream<net::ip::tcp::socket> stream, path_registry& registry, std::size_t endpoint,
+                 const net::yield_context& yield) {
+  session<net::ssl::stream<net::ip::tcp::socket>> s(std::move(stream), registry, endpoint, yield);
   s.run();
 }
 

@@ -9,9 +9,17 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>
 
+namespace boost::asio::ssl {
+template <typename Stream>
+class stream;
+}
+
 namespace mock {
 
 void run_session(boost::asio::ip::tcp::socket socket, path_registry& registry, std::size_t endpoint,
                  const boost::asio::yield_context& yield);
+// The same over TLS, the handshake done (tls_server.hpp).
+void run_session(boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream, path_registry& registry,
+                 std::size_t endpoint, const boost::asio::yield_context& yield);
 
 }  // namespace mock

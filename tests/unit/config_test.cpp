@@ -117,7 +117,7 @@ TEST_CASE("each kind of error is reported at its line and column", "[config]") {
     CHECK_THAT(e.message, Catch::Contains("undeclared parameter 'id'"));
   }
   SECTION("bad url") {
-    const auto e = only_error("http://127.0.0.1:9001/base/", "https://127.0.0.1:9001");
+    const auto e = only_error("http://127.0.0.1:9001/base/", "ftp://127.0.0.1:9001");
     CHECK(e.line == 6);
   }
   SECTION("bad regex") {

@@ -1,0 +1,96 @@
+#include "gateway/config/tls_client_context.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <boost/asio/ssl/context.hpp>
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace gateway {
+
+namespace ssl = boost::asio::ssl;
+using boost::system::error_code;
+
+namespace {
+
+// A file named in the settings must be readable before OpenSSL is asked what it holds, so that the
+// message says which of the two went wrong.
+bool readable(const std::string& path, const std::string& key, tls_client_context::problem& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (in) return true;
+  why = {key, "'" + path + "': cannot open file: " + std::strerror(errno)};
+  return false;
+}
+
+bool is_ip_address(const std::string& name) {
+  unsigned char address[16];
+  return ::inet_pton(AF_INET, name.c_str(), address) == 1 ||
+         ::inet_pton(AF_INET6, name.c_str(), address) == 1;
+}
+
+}  // namespace
+
+tls_client_context::tls_client_context()
+    : context_(std::make_unique<ssl::context>(ssl::context::tls_client)) {}
+
+tls_client_context::~tls_client_context() = default;
+
+std::shared_ptr<const tls_client_context> tls_client_context::make(const tls_settings& settings,
+                                                                   const std::string& host, problem& why) {
+  std::shared_ptr<tls_client_context> made(new tls_client_context());
+  auto& ctx = *made->context_;
+  SSL_CTX* native = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_compression);
+  // An idle pooled connection gives its read and write buffers back.
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+  error_code ec;
+  if (!settings.ca_file.empty()) {
+    if (!readable(settings.ca_file, "ca_file", why)) return nullptr;
+    if (ctx.load_verify_file(settings.ca_file, ec); ec) {
+      why = {"ca_file", "'" + settings.ca_file + "' holds no usable PEM certificate (" + ec.message() + ")"};
+      return nullptr;
+    }
+  } else if (settings.verify && (ctx.set_default_verify_paths(ec), ec)) {
+    why = {"verify", "the system's trust store cannot be loaded (" + ec.message() + ")"};
+    return nullptr;
+  }
+  if (!settings.cert_file.empty()) {
+    if (!readable(settings.cert_file, "cert_file", why) || !readable(settings.key_file, "key_file", why))
+      return nullptr;
+    if (ctx.use_certificate_chain_file(settings.cert_file, ec); ec) {
+      why = {"cert_file",
+             "'" + settings.cert_file + "' holds no usable PEM certificate (" + ec.message() + ")"};
+      return nullptr;
+    }
+    if (ctx.use_private_key_file(settings.key_file, ssl::context::pem, ec); ec) {
+      why = {"key_file",
+             "'" + settings.key_file + "' holds no usable PEM private key (" + ec.message() + ")"};
+      return nullptr;
+    }
+    if (SSL_CTX_check_private_key(native) != 1) {
+      why = {"key_file", "'" + settings.key_file + "' does not match cert_file '" + settings.cert_file + "'"};
+      return nullptr;
+    }
+  }
+  ctx.set_verify_mode(settings.verify ? ssl::verify_peer : ssl::verify_none);
+  made->verify_ = settings.verify;
+  made->peer_name_ = settings.server_name.empty() ? host : settings.server_name;
+  made->peer_is_ip_ = is_ip_address(made->peer_name_);
+  return made;
+}
+
+bool tls_client_context::prepare(SSL* ssl) const {
+  // RFC 6066 3: SNI carries host names only.
+  if (!peer_is_ip_ && SSL_set_tlsext_host_name(ssl, peer_name_.c_str()) != 1) return false;
+  if (!verify_) return true;
+  if (peer_is_ip_) return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), peer_name_.c_str()) == 1;
+  SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  return SSL_set1_host(ssl, peer_name_.c_str()) == 1;
+}
+
+}  // namespace gateway
