@@ -28,18 +28,27 @@ void fanout::cancel(cancel_reason why) {
   --cancelling_;
 }
 
-call_request fanout::make_request(std::size_t index, std::string& target) {
+call_request fanout::make_request(std::size_t index, std::string& target, std::string& body) {
   const auto& request = *request_;
   const auto& call = request.route->calls[index];
-  if (!call.path.pieces().empty()) target.reserve(64);
-  call.path.expand(target, [&](const std::string& name) -> std::string_view {
+  const auto value_of = [&](const std::string& name) -> std::string_view {
     const auto& params = request.route->params;
     for (std::size_t p = 0; p < params.size(); ++p) {
       if (params[p].name == name) return (*request.params)[p];
     }
     return {};
-  });
+  };
+  if (!call.path.pieces().empty()) target.reserve(64);
+  call.path.expand(target, value_of);
   call_request req;
+  req.method = call.method;
+  req.idempotent = call.idempotent;
+  if (call.body == call_body::client) {
+    req.body = request.client_body;
+  } else if (call.body == call_body::built) {
+    call.built_body.expand(body, value_of);
+    req.body = body;
+  }
   req.target = target;
   req.params = request.params;
   req.param_specs = &request.route->params;
@@ -148,9 +157,11 @@ void fanout::start_call(std::size_t index) {
   // start() has used the target by the time it returns (an HTTP call copies it into its request head), so
   // one buffer per thread serves every call without an allocation each.
   thread_local std::string target_text;
+  thread_local std::string body_text;
   target_text.clear();
-  const auto call = make_request(index, target_text);
-  if (auto* cache = target->stale()) {
+  body_text.clear();
+  const auto call = make_request(index, target_text, body_text);
+  if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
     stale_keys_[index] = stale_key(call);
     if (auto fresh = cache->get_fresh(stale_keys_[index], started_)) {  // answered without a call
       stale_keys_[index].clear();
@@ -180,7 +191,8 @@ void fanout::start_call(std::size_t index) {
         call_result result;
         try {
           std::string expanded;
-          result = (*request.targets)[index]->call(make_request(index, expanded), child);
+          std::string body;
+          result = (*request.targets)[index]->call(make_request(index, expanded, body), child);
         } catch (const std::exception& e) {
           spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[index].name, e.what());
           result = call_result{};

@@ -45,6 +45,7 @@ struct fanout_request {
   std::string_view request_id;
   std::string_view traceparent;
   const call_header_fields* headers = nullptr;  // aligned with route->calls; null: none
+  std::string_view client_body;                 // the client's request body (calls with body: client)
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
   worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
@@ -65,7 +66,7 @@ class fanout final : private call_sink {
   void cancel(cancel_reason why);
 
  private:
-  call_request make_request(std::size_t index, std::string& target);
+  call_request make_request(std::size_t index, std::string& target, std::string& body);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);

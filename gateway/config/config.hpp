@@ -2,6 +2,7 @@
 // The gateway's settings: one struct per YAML section, each field with its default.
 // Only config_loader knows YAML; everything else reads these structs.
 
+#include "gateway/aggregate/body_template.hpp"
 #include "gateway/aggregate/path_template.hpp"
 #include "gateway/config/route_pattern.hpp"
 #include "gateway/core/duration.hpp"
@@ -244,11 +245,20 @@ struct header_policy {
   bool empty() const { return forward.empty() && set.empty() && remove.empty(); }
 };
 
+// What an HTTP call sends as its body: nothing, the client's request body (JSON, passed through), or a
+// JSON object built from the route's parameters (body_template).
+enum class call_body : unsigned char { none, client, built };
+
 struct call_settings {
   std::string name;
   std::string downstream;
   std::size_t downstream_index = 0;  // into gateway_config::downstreams
   path_template path;                // http calls only
+  std::string method = "GET";        // http calls only
+  call_body body = call_body::none;
+  body_template built_body;  // when body == built
+  // Retried and hedged only when true: by default for GET, PUT and DELETE (RFC 9110 9.2.2).
+  bool idempotent = true;
   std::optional<microseconds> timeout;
   bool required = false;
   std::vector<std::string> fields;  // empty = keep every field
@@ -279,6 +289,7 @@ struct route_settings {
   std::string degraded_reason_field;  // a degraded entry's field naming why (its outcome); empty: none
   header_policy headers;              // for every call (remove: none at this level)
   std::optional<cors_settings> cors;  // none: no CORS fields, preflights refused like any OPTIONS
+  bool takes_body = false;            // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
 };
 

@@ -105,12 +105,10 @@ nlohmann::json route_json(const route_settings& r) {
   if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
   if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
   if (r.cors) {
-    j["cors"] = {{"allow_origins", r.cors->allow_origins},
-                 {"allow_methods", r.cors->allow_methods},
-                 {"allow_headers", r.cors->allow_headers},
-                 {"expose_headers", r.cors->expose_headers},
-                 {"allow_credentials", r.cors->allow_credentials},
-                 {"max_age", format_duration(r.cors->max_age)}};
+    j["cors"] = {
+        {"allow_origins", r.cors->allow_origins},         {"allow_methods", r.cors->allow_methods},
+        {"allow_headers", r.cors->allow_headers},         {"expose_headers", r.cors->expose_headers},
+        {"allow_credentials", r.cors->allow_credentials}, {"max_age", format_duration(r.cors->max_age)}};
   }
   j["params"] = nlohmann::json::object();
   for (const auto& p : r.params) {
@@ -128,6 +126,10 @@ nlohmann::json route_json(const route_settings& r) {
         path += piece.is_param ? "{" + piece.text + (piece.segments ? "*}" : "}") : piece.text;
       call["path"] = path;
     }
+    if (c.method != "GET") call["method"] = c.method;
+    if (c.body == call_body::client) call["body"] = "client";
+    if (c.body == call_body::built) call["body_template"] = nlohmann::json::parse(c.built_body.text());
+    if (!c.idempotent) call["idempotent"] = false;
     if (c.timeout) call["timeout"] = format_duration(*c.timeout);
     if (!c.fields.empty()) call["fields"] = c.fields;
     if (!c.effective_headers.empty()) call["headers"] = headers_json(c.effective_headers);

@@ -66,6 +66,48 @@ void add_path_params(route_settings& route) {
   }
 }
 
+// An HTTP call's method, body and idempotency. A body goes with POST, PUT, PATCH or DELETE only.
+void read_call_method_and_body(yaml_reader& r, route_settings& route, call_settings& call) {
+  if (r.string("method", call.method)) {
+    // A call's answer is a JSON object: methods without one (HEAD) are no use here.
+    static const std::set<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE"};
+    if (!methods.contains(call.method))
+      r.error_at("method",
+                 "a call's method must be GET, POST, PUT, PATCH or DELETE, not '" + call.method + "'");
+  }
+  const bool safe = call.method == "GET";
+  call.idempotent = call.method != "POST" && call.method != "PATCH";
+  r.boolean("idempotent", call.idempotent);
+  std::string body;
+  if (r.string("body", body)) {
+    if (body == "client") {
+      call.body = call_body::client;
+      route.takes_body = true;
+    } else {
+      r.error_at("body", "body must be 'client' (the client's JSON body); use body_template to build one");
+    }
+  }
+  nlohmann::json built = nlohmann::json::object();
+  if (r.json_object("body_template", built)) {
+    std::string problem;
+    if (call.body != call_body::none) {
+      r.error_at("body_template", "a call has either body or body_template");
+    } else if (auto t = body_template::parse(built.dump(), problem)) {
+      call.body = call_body::built;
+      call.built_body = std::move(*t);
+      for (const auto& name : call.built_body.param_names()) {
+        if (!declared(route, name))
+          r.error_at("body_template", "body_template names undeclared parameter '" + name + "'");
+      }
+    } else {
+      r.error_at("body_template", problem);
+    }
+  }
+  if (call.body != call_body::none && safe)
+    r.error_at(call.body == call_body::client ? "body" : "body_template",
+               "a call with a body must use POST, PUT, PATCH or DELETE, not " + call.method);
+}
+
 void read_calls(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
                 route_settings& route) {
   std::set<std::string> names;
@@ -106,6 +148,7 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
         r.error_at("path", problem);
       }
     }
+    if (!sql) read_call_method_and_body(r, route, call);
     microseconds timeout{};
     if (r.duration("timeout", timeout)) {
       call.timeout = timeout;

@@ -25,7 +25,8 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       index_(index),
       cancel_(*request.cancel),
       deadline_(request.deadline),
-      started_(request.now) {
+      started_(request.now),
+      idempotent_(request.idempotent) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
@@ -34,7 +35,8 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
   }
   head.write(request, out);
   head_ = std::string_view(out, size);
-  if (lane_.coalescer() != nullptr) coalesce_key_ = answer_key(request);
+  // Only reads share an answer; a coalesced call's key is never empty (a target starts with '/').
+  if (lane_.coalescer() != nullptr && request.method == "GET") coalesce_key_ = answer_key(request);
   lane_.call_started(started_);
   // The fan-out's cancellation (deadline, client gone, shutdown, settled) ends every attempt and a pending
   // hedge or retry. Attempts end asynchronously: nothing here reports.
@@ -66,7 +68,7 @@ void http_call::start_attempt(bool retry) {
     return report(failure_result(net::error::host_not_found, "host not resolved", false), now);
   }
   retry_slot_[slot] = reserved;
-  if (!retry && lane_.settings().hedge.enabled) {
+  if (!retry && idempotent_ && lane_.settings().hedge.enabled) {
     const auto due = now + lane_.hedge_delay();
     if (due < deadline_) arm_timer(timer_use::hedge, due);
   }
@@ -133,7 +135,9 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
 bool http_call::worth_retry(const http_attempt::report& r) const {
   const auto& retry = lane_.settings().retry;
   if (attempts_ >= retry.attempts || cancel_.cancelled()) return false;
+  // A failed connect sent nothing: any call may go again. Otherwise the downstream may have acted on it.
   if (r.kind == http_attempt::report::failure::connect) return true;
+  if (!idempotent_) return false;
   if (r.kind == http_attempt::report::failure::reset) return retry.on_reset;
   return r.result.status != 0 &&
          std::find(retry.on_status.begin(), retry.on_status.end(), r.result.status) != retry.on_status.end();
@@ -181,7 +185,8 @@ void http_call::report(call_result result, clock::time_point now) {
   hook_.reset();
   // The calls that followed this one get a copy (or the first of them a call of its own, when this one was
   // cancelled); their reports are posted or come from calls of their own, never before this one's.
-  if (auto* coalescer = lane_.coalescer()) coalescer->leader_done(coalesce_key_, result);
+  if (auto* coalescer = lane_.coalescer(); coalescer != nullptr && !coalesce_key_.empty())
+    coalescer->leader_done(coalesce_key_, result);
   cancel_attempts(cancel_reason::settled);
   if (timer_use_ != timer_use::none) {
     timer_use_ = timer_use::none;

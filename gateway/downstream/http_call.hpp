@@ -2,10 +2,11 @@
 // One HTTP call: the request's bytes, its deadline and its report to the fan-out, made by one or more
 // attempts (http_attempt) on its I/O thread's lane, at most two at a time:
 // - a retry, after an attempt failed in a way worth another try (retry_settings: a failed connect, a
-//   connection that ended before any of the answer, a status in on_status), after a jittered backoff,
-//   when time is left and the lane's retry budget allows;
+//   connection that ended before any of the answer, a status in on_status; for a call that is not
+//   idempotent, a failed connect only), after a jittered backoff, when time is left and the lane's retry
+//   budget allows;
 // - a hedge, when the first attempt has not answered after the hedge delay and the lane's hedge budget
-//   allows (hedge_settings; off by default).
+//   allows (hedge_settings; off by default; idempotent calls only).
 // The first good answer wins: it is reported at once and the other attempt is cancelled (its socket
 // closed). Otherwise the failure of the attempt that ended last is reported, once no attempt is left and
 // no retry follows.
@@ -73,6 +74,7 @@ class http_call {
   std::optional<cancel_source::scoped_hook> hook_;
   clock::time_point deadline_;
   clock::time_point started_;
+  bool idempotent_;        // may be retried (beyond a failed connect) and hedged
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];

@@ -48,7 +48,7 @@ http_downstream::~http_downstream() = default;
 
 bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
   auto& lane = *lanes_.at(request.worker);
-  if (auto* coalescer = lane.coalescer()) {
+  if (auto* coalescer = lane.coalescer(); coalescer != nullptr && request.method == "GET") {
     coalescer->start(request, sink, index);
   } else {
     http_call::start(head_, lane, request, sink, index);

@@ -1,5 +1,6 @@
 #pragma once
-// The head of a downstream GET request: the request line, Host, Accept, Accept-Encoding (when the
+// The head of a downstream request, and its body when it has one (Content-Type: application/json and
+// Content-Length, also 0 for a POST, PUT or PATCH without one): the request line, Host, Accept, Accept-Encoding (when the
 // downstream is `compressed`), X-Request-Timeout-Ms (the time left until the call's deadline),
 // X-Request-Id, when the client sent one, traceparent, and the call's own header fields
 // (call_request::headers: the header policy's, the forwarded ones). The parts fixed by the downstream's
@@ -18,7 +19,7 @@ class request_head {
  public:
   explicit request_head(const downstream_settings& settings);
 
-  // write() writes exactly size() bytes at `out`.
+  // write() writes exactly size() bytes at `out`: the head, then the body.
   std::size_t size(const call_request& request) const;
   void write(const call_request& request, char* out) const;
 

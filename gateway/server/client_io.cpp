@@ -80,10 +80,11 @@ void client_io::on(event e) {
 client_io::read_result client_io::read_request(request_parser& parser, clock::time_point idle_until,
                                                clock::duration header_timeout,
                                                const std::function<void()>& on_first_byte,
-                                               net::yield_context yield) {
-  // The head only: no route takes a request body, so a request with one ends the read (body_limit) as
-  // soon as its head is parsed, before any of the body is (Beast's chunk parser is never reached).
-  parser.eager(false);
+                                               net::yield_context yield, bool with_body) {
+  // The head only, unless `with_body`: a request with a body ends the read (body_limit) as soon as its
+  // head is parsed, before any of the body is (Beast's chunk parser is never reached); the caller decides
+  // whether its route takes one and then reads on with `with_body`.
+  parser.eager(with_body);
   bool started = buffer_.size() > 0;  // a pipelined request is already arriving
   auto until = idle_until;
   if (started) {
@@ -96,7 +97,7 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
       buffer_.consume(parser.put(buffer_.data(), ec));
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
-      if (parser.is_header_done()) return {false, http::error::body_limit};
+      if (parser.is_header_done() && !with_body) return {false, http::error::body_limit};
     }
     // Nothing was waiting at the last look (after the previous request, or a peek): no read until epoll
     // reports something; the client cannot have sent its next request before it had this answer.

@@ -7,8 +7,9 @@
 // client going away.
 //
 // read_request() reads and parses a request (its head: a request with a body fails with body_limit once
-// its head is parsed, the body unread) under the idle timeout (until the first byte) and the
-// header timeout (for the rest); send() writes an answer, and only what the socket does not take at once
+// its head is parsed, the body unread; called again `with_body`, it reads the body on, within the
+// parser's body_limit) under the idle timeout (until the first byte) and the header timeout (for the
+// rest); send() writes an answer, and only what the socket does not take at once
 // is written asynchronously, under the write timeout. watch_peer() / stop_watch() bracket the handling of a
 // request: the client closing (end of stream, reset) calls `on_close` once; bytes (a pipelined request) end
 // the watch quietly. Everything runs on the socket's executor; cancelling the socket (drain, shutdown)
@@ -49,7 +50,7 @@ class client_io final : read_readiness::listener {
   // `on_first_byte` runs when a request starts to arrive (the connection is no longer idle).
   read_result read_request(request_parser& parser, clock::time_point idle_until,
                            clock::duration header_timeout, const std::function<void()>& on_first_byte,
-                           boost::asio::yield_context yield);
+                           boost::asio::yield_context yield, bool with_body = false);
   bool buffered() const { return buffer_.size() > 0; }
   // Frees the read buffer while nothing is buffered (it is allocated again for the next request).
   void release_buffer();

@@ -1,5 +1,6 @@
 #include "gateway/server/request_handler.hpp"
 
+#include "gateway/aggregate/json_object.hpp"
 #include "gateway/aggregate/merge.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/compression.hpp"
@@ -109,7 +110,13 @@ request_handler::request_handler(const gateway_config& config, std::vector<std::
                                  metrics_registry& metrics)
     : config_(config), router_(config.routes), targets_(std::move(targets)), metrics_(metrics) {}
 
-outbound_response request_handler::refuse_body(std::string_view method, std::string_view target) const {
+bool request_handler::takes_body(std::string_view method, std::string_view target) const {
+  const auto found = router_.find(method, target);
+  return found.status == 200 && config_.routes[found.index].takes_body;
+}
+
+outbound_response request_handler::refuse_body(std::string_view method, std::string_view target,
+                                               std::string_view why) const {
   const auto found = router_.find(method, target);
   if (found.status == 404) return error_response(404, "no route for this path", make_request_id({}));
   if (found.status == 405) {
@@ -117,7 +124,7 @@ outbound_response request_handler::refuse_body(std::string_view method, std::str
     r.allow = found.allow;
     return r;
   }
-  auto r = error_response(413, "this route takes no request body", make_request_id({}));
+  auto r = error_response(413, why, make_request_id({}));
   r.route = static_cast<int>(found.index);
   return r;
 }
@@ -203,6 +210,15 @@ outbound_response request_handler::route_request(const inbound_request& request,
       return r;
     }
 
+    if (route.takes_body) {  // passed on as JSON: it must be a JSON object (an empty body is none)
+      json_object_text checked;
+      if (!request.body.empty() && !parse_json_object(std::string(request.body), checked)) {
+        auto r = error_response(400, "request body is not a JSON object", std::move(request_id));
+        r.route = route_index;
+        return r;
+      }
+    }
+
     // The caller's budget can only shorten ours. A value at or above the route's deadline changes
     // nothing, and is never converted (a huge one would overflow the clock's count).
     auto deadline = request.received + route.deadline;
@@ -214,6 +230,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
 
     fanout_request fr;
     fr.route = &route;
+    fr.client_body = request.body;
     fr.targets = &targets_[found.index];
     fr.params = &params;
     fr.deadline = deadline;

@@ -27,6 +27,7 @@ struct inbound_request {
   std::string_view timeout_ms;              // X-Request-Timeout-Ms, may be empty
   std::string_view envoy_timeout_ms;        // x-envoy-expected-rq-timeout-ms, may be empty
   std::string_view accept_encoding;         // Accept-Encoding (several fields joined), may be empty
+  std::string_view body;                    // read only for routes that take one (route.takes_body)
   clock::time_point received;               // when its head was read: the deadline counts from here
   const client_headers* headers = nullptr;  // every header field, for the header policy; null: none
   client_origin origin;                     // who sent it (forwarded headers)
@@ -68,9 +69,12 @@ class request_handler {
   // OPTIONS is answered here (a CORS preflight, or the methods of the path), never routed.
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
                            boost::asio::yield_context yield) const;
-  // The answer to a request that came with a body, which no route takes: 404 or 405 as for any request
-  // to that path and method, else 413.
-  outbound_response refuse_body(std::string_view method, std::string_view target) const;
+  // Whether the route of a request takes its body (a call passes it on): read it, else refuse it.
+  bool takes_body(std::string_view method, std::string_view target) const;
+  // The answer to a request whose body is not read: 404 or 405 as for any request to that path and
+  // method, else 413 with `why`.
+  outbound_response refuse_body(std::string_view method, std::string_view target,
+                                std::string_view why = "this route takes no request body") const;
   // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
   int route_index(std::string_view method, std::string_view target) const;
 

@@ -178,9 +178,9 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    // No route takes a request body: any body is refused before it is read (it would be buffered for
-    // nothing). limits.max_body_bytes stays the cap for routes that will take one.
-    parser.body_limit(0);
+    // The head is read first; a body only when the route takes one (see below), within max_body_bytes. A
+    // Content-Length above it fails at the head (body_limit), before any of the body is read.
+    parser.body_limit(limits.max_body_bytes);
     listed.set_idle(!io.buffered());
     // A new connection's first request must start within header_timeout of the accept: a client that
     // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
@@ -188,20 +188,34 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
                               : clock::duration(limits.idle_timeout);
     if (ctx.state->closing) idle = std::min<clock::duration>(idle, drain_idle_grace);
     first_request = false;
-    const auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
+    auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
     const auto started = clock::now();
     if (!read.ok && read.ec == http::error::body_limit && control.reason() == cancel_reason::none) {
-      // A body where the route takes none (no route takes one today): answered from the head alone
-      // (a framing error, else 404, 405 or 413), and the connection closed without reading the body.
+      // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the
+      // head alone (a framing error, else 404, 405 or 413), and the connection closed without reading it.
       const auto& req = parser.get();
       const std::string_view method(req.method_string().data(), req.method_string().size());
+      const std::string_view target(req.target().data(), req.target().size());
       auto r = framing_refusal(req);
-      if (r.status == 0)
-        r = ctx.handler->refuse_body(method, std::string_view(req.target().data(), req.target().size()));
-      send(r, false, method == "HEAD");
-      finish(r, method, started);
-      break;
+      if (r.status == 0 && ctx.handler->takes_body(method, target)) {
+        if (const auto length = parser.content_length(); length && *length > limits.max_body_bytes) {
+          r = ctx.handler->refuse_body(method, target, "request body larger than limits.max_body_bytes");
+        } else {
+          if (iequals(header(req, "Expect"), "100-continue") &&
+              !io.send("HTTP/1.1 100 Continue\r\n\r\n", {}, limits.write_timeout, yield))
+            break;
+          read = io.read_request(
+              parser, clock::now() + limits.header_timeout, limits.header_timeout, [] {}, yield, true);
+        }
+      } else if (r.status == 0) {
+        r = ctx.handler->refuse_body(method, target);
+      }
+      if (r.status != 0) {
+        send(r, false, method == "HEAD");
+        finish(r, method, started);
+        break;
+      }
     }
     if (!read.ok) {
       const auto error_status = status_for_read_error(read.ec);
@@ -233,6 +247,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     in.traceparent = header(req, "traceparent");
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
+    in.body = std::string_view(req.body().data(), req.body().size());
     const beast_headers fields(req);
     in.headers = &fields;
     in.origin = {peer.address, peer.trusted};

@@ -60,7 +60,7 @@ request_action handle_request(const request_view& req, path_registry& registry) 
   if (path.size() < 2 || path[0] != '/' || !is_valid_path_name(path.substr(1))) {
     return error_reply(404, "not found");
   }
-  if (!req.is_get) return not_allowed();
+  if (!req.is_get && !req.is_post && !req.is_write) return not_allowed();
   auto sku = find_query_param(query, "sku");
   if (sku.malformed) return error_reply(400, "bad percent-encoding in sku");
 

@@ -14,6 +14,7 @@ namespace mock {
 struct request_view {
   bool is_get = true;
   bool is_post = false;
+  bool is_write = false;    // PUT, PATCH or DELETE: served like GET and POST on a path
   std::string_view target;  // origin-form, e.g. "/coupon?sku=A1"
   request_headers headers;
   std::size_t endpoint = 0;  // the listener's index

@@ -290,6 +290,7 @@ std::string usage() {
          "  --seed     seeds which requests land in a latency's tail (default 1): runs repeat\n"
          "  --cache-control VALUE  every answer carries Cache-Control: VALUE (e.g. max-age=60)\n"
          "  --record-headers A,B   /__stats shows per path the last values of these request headers\n"
+         "                         (and @method, @body: the last request's method and body)\n"
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"

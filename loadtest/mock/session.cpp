@@ -87,11 +87,16 @@ class session {
         return;
       }
       const auto& req = parser.get();
-      request_view view{req.method() == http::verb::get,
-                        req.method() == http::verb::post,
+      const auto verb = req.method();
+      request_view view{verb == http::verb::get,
+                        verb == http::verb::post,
+                        verb == http::verb::put || verb == http::verb::patch || verb == http::verb::delete_,
                         req.target(),
-                        {field(req, "X-Request-Timeout-Ms"), field(req, "X-Request-Id"), field(req, "traceparent"),
-                         field(req, "Accept-Encoding"), {}},
+                        {field(req, "X-Request-Timeout-Ms"),
+                         field(req, "X-Request-Id"),
+                         field(req, "traceparent"),
+                         field(req, "Accept-Encoding"),
+                         {}},
                         endpoint_};
       accept_encoding_ = view.headers.accept_encoding;
       for (const auto& name : registry_.recorded_names()) {
@@ -101,6 +106,10 @@ class session {
           joined.append(f.value().data(), f.value().size());
         }
         if (req.find(name) != req.end()) view.headers.recorded.emplace_back(name, std::move(joined));
+      }
+      if (!registry_.recorded_names().empty()) {  // and what no header says: the method and the body
+        view.headers.recorded.emplace_back("@method", std::string(req.method_string()));
+        view.headers.recorded.emplace_back("@body", req.body());
       }
       const auto act = handle_request(view, registry_);
       const bool keep_alive = req.keep_alive() && !act.close;

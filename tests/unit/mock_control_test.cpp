@@ -32,7 +32,7 @@ std::string control_error(std::string_view query, control_kind kind = control_ki
 
 request_action get(path_registry& registry, std::string_view target, std::size_t endpoint = 0,
                    bool is_get = true, bool is_post = false) {
-  return handle_request({is_get, is_post, target, {}, endpoint}, registry);
+  return handle_request({is_get, is_post, false, target, {}, endpoint}, registry);
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+#include "gateway/aggregate/body_template.hpp"
+
+#include "gateway/config/config_values.hpp"
+#include "gateway/core/json_text.hpp"
+
+namespace gateway {
+
+std::optional<body_template> body_template::parse(std::string_view json, std::string& error) {
+  body_template t;
+  t.text_ = std::string(json);
+  std::string literal;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string && c == '\\') {  // an escape: its next character is taken as it is
+      literal += c;
+      if (i + 1 < json.size()) literal += json[++i];
+      continue;
+    }
+    if (c == '"') in_string = !in_string;
+    if (!in_string || c != '{') {
+      literal += c;
+      continue;
+    }
+    const auto close = json.find('}', i + 1);
+    const auto quote = json.find('"', i + 1);
+    if (close == std::string_view::npos || (quote != std::string_view::npos && quote < close)) {
+      literal += c;  // a lone '{' in a string is text
+      continue;
+    }
+    const std::string name(json.substr(i + 1, close - i - 1));
+    if (!valid_name(name)) {
+      error = "'{" + name + "}' in the body is not a parameter: a name " + name_rule;
+      return std::nullopt;
+    }
+    if (!literal.empty()) t.pieces_.push_back({false, std::exchange(literal, {})});
+    t.pieces_.push_back({true, name});
+    i = close;
+  }
+  if (!literal.empty()) t.pieces_.push_back({false, std::move(literal)});
+  return t;
+}
+
+std::vector<std::string> body_template::param_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : pieces_) {
+    if (p.is_param) names.push_back(p.text);
+  }
+  return names;
+}
+
+void body_template::append_escaped(std::string& out, std::string_view value) {
+  std::string quoted;
+  append_json_string(quoted, value);  // "..." with everything JSON needs escaped
+  out.append(quoted, 1, quoted.size() - 2);
+}
+
+}  // namespace gateway
