@@ -21,6 +21,7 @@ bool has_content(const call_request& request) {
 constexpr std::size_t millis_digits = 20;  // the most a 64-bit count of milliseconds takes
 
 char* put(char* out, std::string_view s) {
+  if (s.empty()) return out;  // an empty view may hold no pointer, which memcpy must not get
   std::memcpy(out, s.data(), s.size());
   return out + s.size();
 }
