@@ -4,6 +4,7 @@
 
 #include "gateway/downstream/response_parser.hpp"
 
+#include "gateway/config/config.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 #include "gateway/downstream/freshness.hpp"
@@ -100,6 +101,7 @@ void response_parser::start_message() {
   http10_ = connection_close_ = connection_keep_alive_ = coding_seen_ = false;
   fresh_for_.reset();
   coding_ = content_coding::identity;
+  captured_.clear();  // an interim response's fields are not the answer's
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
@@ -287,6 +289,27 @@ std::size_t response_parser::put_chunk_line(std::string_view data, error_code& e
   return ec ? 0 : n;
 }
 
+// Copies a field of the head that the capture policy names, when its value is acceptable text within the
+// caps. Beast has checked the name (a token) and trimmed the value; controls are refused again here,
+// whatever Beast lets through, because the value is written into the client's answer as it is.
+void response_parser::keep_field(http::field f, std::string_view name, std::string_view value) {
+  const auto& policy = *capture_;
+  bool wanted = false;
+  if (f == http::field::cache_control) {
+    wanted = policy.cache_control;
+  } else if (f == http::field::set_cookie) {
+    const auto cookie = trim_ows(value.substr(0, value.find('=')));
+    wanted = value.find('=') != std::string_view::npos &&
+             std::find(policy.set_cookie.begin(), policy.set_cookie.end(), cookie) != policy.set_cookie.end();
+  } else {
+    wanted = std::any_of(policy.forward.begin(), policy.forward.end(),
+                         [&](const std::string& n) { return iequals(n, name); });
+  }
+  if (!wanted || value.size() > max_captured_value || !is_text(value)) return;
+  if (captured_.size() + name.size() + value.size() + 4 > max_captured) return;
+  captured_.append(name).append(": ").append(value).append("\r\n");
+}
+
 bool response_parser::append(std::string_view bytes, error_code& ec) {
   if (bytes.size() > body_limit_ - std::min(body_limit_, body_.size())) {
     ec = http::error::body_limit;
@@ -342,6 +365,9 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       if (const auto seconds = freshness_seconds(std::string_view(value.data(), value.size()))) {
         o.fresh_for_ = std::min(o.fresh_for_.value_or(*seconds), *seconds);
       }
+      if (o.capture_)
+        o.keep_field(f, std::string_view(name.data(), name.size()),
+                     std::string_view(value.data(), value.size()));
       break;
     case http::field::content_encoding:
       // A second field would layer codings (RFC 9110 8.4): not decoded here.
@@ -356,6 +382,9 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       }
       break;
     default:
+      if (o.capture_)
+        o.keep_field(f, std::string_view(name.data(), name.size()),
+                     std::string_view(value.data(), value.size()));
       break;
   }
 }

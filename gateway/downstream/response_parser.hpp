@@ -28,6 +28,8 @@
 
 namespace gateway {
 
+struct response_header_policy;
+
 class response_parser {
  public:
   response_parser(std::size_t body_limit, std::size_t header_limit);
@@ -48,6 +50,13 @@ class response_parser {
   // The body is kept as received: the caller decodes it.
   content_coding coding() const { return coding_; }
   std::string& body() { return body_; }
+
+  static constexpr std::size_t max_captured_value = 4 * 1024;
+  static constexpr std::size_t max_captured = 16 * 1024;  // the lines, names and CRLFs included
+  // Keeps the fields `policy` names (see above); null: none. The policy must outlive the parser.
+  void capture(const response_header_policy* policy) { capture_ = policy; }
+  // The final head's kept fields, "Name: value\r\n" each, in the order received.
+  std::string& captured() { return captured_; }
 
  private:
   // Beast's parser for one message (a new one for each head: Beast ends a message at an interim
@@ -82,6 +91,7 @@ class response_parser {
   std::size_t put_chunk_line(std::string_view data, boost::system::error_code& ec);
   std::size_t feed(std::string_view data, boost::system::error_code& ec);
   bool append(std::string_view bytes, boost::system::error_code& ec);
+  void keep_field(boost::beast::http::field f, std::string_view name, std::string_view value);
 
   std::size_t body_limit_;
   std::size_t header_limit_;
@@ -107,6 +117,8 @@ class response_parser {
   // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
   const char* trailers_ = nullptr;
   std::string body_;
+  const response_header_policy* capture_ = nullptr;
+  std::string captured_;
 };
 
 }  // namespace gateway

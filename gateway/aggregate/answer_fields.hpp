@@ -1,0 +1,65 @@
+#pragma once
+// The fields of the calls' answers that reach the client's answer on an aggregate route (the route's and
+// its calls' response_headers), combined from what each call kept (call_result::headers). Pure.
+//
+// - Forwarded fields: from each call that answered ok (not degraded, not stale), in call order and, within
+//   a call, in the order received; each written with the name as configured; a field with the same name
+//   and value as one already written is left out; different values stay separate fields.
+// - Set-Cookie: each field whose cookie name is in the call's set_cookie list, as a field of its own
+//   (cookies are never joined with commas); exact repeats left out.
+// - Cache-Control (route's cache_control): the strictest reading of every call, strictest_cache_control().
+
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/call_result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gateway {
+
+// A Cache-Control value as the combination reads it (RFC 9111 5.2.2). A directive given twice keeps its
+// smaller number; a number that is not digits is as if absent; one beyond 2^31 is 2^31 (RFC 9111 1.2.2).
+// no-cache and private with field names (no-cache="Set-Cookie") count as the whole directive.
+struct cache_directives {
+  bool no_store = false;
+  bool no_cache = false;
+  bool is_private = false;
+  bool must_revalidate = false;
+  std::optional<std::uint32_t> max_age;
+  std::optional<std::uint32_t> s_maxage;
+};
+cache_directives parse_cache_directives(std::string_view value);
+
+// One call's part in the combined Cache-Control.
+struct cache_part {
+  bool answered = false;                       // ok; false: degraded (fallback or stale), or failed
+  std::optional<cache_directives> directives;  // its Cache-Control; nullopt: the answer had none
+  std::optional<std::uint32_t> seconds_left;   // served from the gateway's cache: freshness left
+};
+
+// The combined Cache-Control value:
+// - `no-store` when a call was degraded, or one said no-store, or one answered without explicit freshness
+//   (no Cache-Control, or neither max-age nor s-maxage nor no-cache: RFC 9111 4.2 leaves such an answer to
+//   heuristics, which cannot vouch for the merged answer);
+// - else `no-cache` when one said no-cache (preceded by `private` when one said private);
+// - else `max-age=` the least max-age (a call with s-maxage only counts with it), preceded by `private`
+//   when one said private, else followed by `s-maxage=` the least shared freshness when one gave s-maxage;
+//   `must-revalidate` when one said it. An answer from the gateway's cache counts at most its seconds left.
+std::string strictest_cache_control(const std::vector<cache_part>& parts);
+
+// The cookie name of a Set-Cookie value (before its '=', without surrounding whitespace); empty when the
+// value has no '='.
+std::string_view cookie_name(std::string_view set_cookie_value);
+
+// `fields` ("Name: value\r\n" lines) without its Set-Cookie lines: what a shared cache keeps, since a
+// cookie is meant for one client.
+std::string without_set_cookie(std::string_view fields);
+
+// The lines ("Name: value\r\n") the client's answer gets from `results` (aligned with route.calls); empty
+// when the route passes none.
+std::string answer_fields(const route_settings& route, const std::vector<call_result>& results);
+
+}  // namespace gateway
