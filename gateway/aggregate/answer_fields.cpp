@@ -1,5 +1,6 @@
 #include "gateway/aggregate/answer_fields.hpp"
 
+#include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 
 #include <algorithm>
@@ -53,6 +54,25 @@ void add_line(std::vector<std::string>& lines, std::string_view name, std::strin
 }
 
 }  // namespace
+
+void keep_answer_field(const response_header_policy& policy, std::string_view name, std::string_view value,
+                       std::string& kept) {
+  bool wanted = false;
+  if (iequals(name, "cache-control")) {
+    wanted = policy.cache_control;
+  } else if (iequals(name, "set-cookie")) {
+    const auto cookie = cookie_name(value);
+    wanted = !cookie.empty() &&
+             std::find(policy.set_cookie.begin(), policy.set_cookie.end(), cookie) != policy.set_cookie.end();
+  } else {
+    wanted = std::any_of(policy.forward.begin(), policy.forward.end(),
+                         [&](const std::string& n) { return iequals(n, name); });
+  }
+  // Beast has refused controls in a head already; checked again because the value is written as it is.
+  if (!wanted || value.size() > max_kept_value || !char_class::all_of(value, char_class::field_text)) return;
+  if (kept.size() + name.size() + value.size() + 4 > max_kept) return;
+  kept.append(name).append(": ").append(value).append("\r\n");
+}
 
 cache_directives parse_cache_directives(std::string_view value) {
   cache_directives d;

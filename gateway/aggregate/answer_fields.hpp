@@ -20,6 +20,18 @@
 
 namespace gateway {
 
+// What an answer may keep for the client: each value at most max_kept_value bytes, all the lines (names
+// and CRLFs included) at most max_kept.
+inline constexpr std::size_t max_kept_value = 4 * 1024;
+inline constexpr std::size_t max_kept = 16 * 1024;
+
+// Appends "name: value\r\n" to `kept` (one answer's kept fields) when `policy` names the field
+// (Cache-Control with cache_control, Set-Cookie by its cookie name, any other by `forward`) and the value is
+// text (no CR, LF, NUL or other control: it is written into the client's answer as it is) within the caps;
+// else leaves it out. Called by the response parser for each field of a head, only with a policy.
+void keep_answer_field(const response_header_policy& policy, std::string_view name, std::string_view value,
+                       std::string& kept);
+
 // A Cache-Control value as the combination reads it (RFC 9111 5.2.2). A directive given twice keeps its
 // smaller number; a number that is not digits is as if absent; one beyond 2^31 is 2^31 (RFC 9111 1.2.2).
 // no-cache and private with field names (no-cache="Set-Cookie") count as the whole directive.

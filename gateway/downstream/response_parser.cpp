@@ -1,10 +1,10 @@
-// One file of ~375 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
+// One file of ~400 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
 // rewrites of forms Beast refuses all work on the same parser state and the same buffered bytes; apart,
 // that state would have to be exposed between files.
 
 #include "gateway/downstream/response_parser.hpp"
 
-#include "gateway/config/config.hpp"
+#include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 #include "gateway/downstream/freshness.hpp"
@@ -289,27 +289,6 @@ std::size_t response_parser::put_chunk_line(std::string_view data, error_code& e
   return ec ? 0 : n;
 }
 
-// Copies a field of the head that the capture policy names, when its value is acceptable text within the
-// caps. Beast has checked the name (a token) and trimmed the value; controls are refused again here,
-// whatever Beast lets through, because the value is written into the client's answer as it is.
-void response_parser::keep_field(http::field f, std::string_view name, std::string_view value) {
-  const auto& policy = *capture_;
-  bool wanted = false;
-  if (f == http::field::cache_control) {
-    wanted = policy.cache_control;
-  } else if (f == http::field::set_cookie) {
-    const auto cookie = trim_ows(value.substr(0, value.find('=')));
-    wanted = value.find('=') != std::string_view::npos &&
-             std::find(policy.set_cookie.begin(), policy.set_cookie.end(), cookie) != policy.set_cookie.end();
-  } else {
-    wanted = std::any_of(policy.forward.begin(), policy.forward.end(),
-                         [&](const std::string& n) { return iequals(n, name); });
-  }
-  if (!wanted || value.size() > max_captured_value || !is_text(value)) return;
-  if (captured_.size() + name.size() + value.size() + 4 > max_captured) return;
-  captured_.append(name).append(": ").append(value).append("\r\n");
-}
-
 bool response_parser::append(std::string_view bytes, error_code& ec) {
   if (bytes.size() > body_limit_ - std::min(body_limit_, body_.size())) {
     ec = http::error::body_limit;
@@ -346,6 +325,10 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
     if (static_cast<std::size_t>(end + 2 - o.trailers_) > o.header_limit_) ec = http::error::header_limit;
     return;
   }
+  // Fields kept for the client's answer: only with a capture policy (most calls have none).
+  if (o.capture_)
+    keep_answer_field(*o.capture_, std::string_view(name.data(), name.size()),
+                      std::string_view(value.data(), value.size()), o.captured_);
   switch (f) {
     case http::field::content_length:
       // Beast takes a list of equal numbers ("7, 7") and any number of digits; one number per field here.
@@ -365,9 +348,6 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       if (const auto seconds = freshness_seconds(std::string_view(value.data(), value.size()))) {
         o.fresh_for_ = std::min(o.fresh_for_.value_or(*seconds), *seconds);
       }
-      if (o.capture_)
-        o.keep_field(f, std::string_view(name.data(), name.size()),
-                     std::string_view(value.data(), value.size()));
       break;
     case http::field::content_encoding:
       // A second field would layer codings (RFC 9110 8.4): not decoded here.
@@ -382,9 +362,6 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       }
       break;
     default:
-      if (o.capture_)
-        o.keep_field(f, std::string_view(name.data(), name.size()),
-                     std::string_view(value.data(), value.size()));
       break;
   }
 }

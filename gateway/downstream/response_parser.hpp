@@ -51,8 +51,6 @@ class response_parser {
   content_coding coding() const { return coding_; }
   std::string& body() { return body_; }
 
-  static constexpr std::size_t max_captured_value = 4 * 1024;
-  static constexpr std::size_t max_captured = 16 * 1024;  // the lines, names and CRLFs included
   // Keeps the fields `policy` names (see above); null: none. The policy must outlive the parser.
   void capture(const response_header_policy* policy) { capture_ = policy; }
   // The final head's kept fields, "Name: value\r\n" each, in the order received.
@@ -91,7 +89,6 @@ class response_parser {
   std::size_t put_chunk_line(std::string_view data, boost::system::error_code& ec);
   std::size_t feed(std::string_view data, boost::system::error_code& ec);
   bool append(std::string_view bytes, boost::system::error_code& ec);
-  void keep_field(boost::beast::http::field f, std::string_view name, std::string_view value);
 
   std::size_t body_limit_;
   std::size_t header_limit_;

@@ -174,7 +174,7 @@ TEST_CASE("answer fields: the parser keeps only named fields of valid text withi
   std::string many;
   for (int i = 0; i < 6; ++i) many += "X-Big: " + std::string(4000, static_cast<char>('a' + i)) + "\r\n";
   const auto capped = kept(many, policy);
-  CHECK(capped.size() <= response_parser::max_captured);
+  CHECK(capped.size() <= max_kept);
   CHECK(capped.size() > 3 * 4000);
   // An interim response's fields are not the answer's.
   response_parser parser(1024, 64 * 1024);
