@@ -126,10 +126,9 @@ std::string strictest_cache_control(const std::vector<cache_part>& parts) {
     if (!d.max_age && !d.s_maxage) return "no-store";  // no explicit freshness
     auto own = d.max_age ? d.max_age : d.s_maxage;
     auto own_shared = d.s_maxage ? d.s_maxage : d.max_age;
-    if (part.seconds_left) {
-      own = std::min(*own, *part.seconds_left);
-      own_shared = std::min(*own_shared, *part.seconds_left);
-    }
+    // Kept by the gateway for a while: what is left of each lifetime (an Age field would say the same).
+    own = *own - std::min(*own, part.age);
+    own_shared = *own_shared - std::min(*own_shared, part.age);
     keep_least(max_age, own);
     keep_least(shared, own_shared);
     any_shared = any_shared || d.s_maxage.has_value();
@@ -190,7 +189,7 @@ std::string answer_fields(const route_settings& route, const std::vector<call_re
     }
     if (cache_control) {
       if (cache_seen) part.directives = parse_cache_directives(cache_value);
-      if (result.from_cache) part.seconds_left = result.fresh_for;
+      if (result.from_cache) part.age = result.age;
       parts.push_back(part);
     }
   }

@@ -49,7 +49,7 @@ cache_directives parse_cache_directives(std::string_view value);
 struct cache_part {
   bool answered = false;                       // ok; false: degraded (fallback or stale), or failed
   std::optional<cache_directives> directives;  // its Cache-Control; nullopt: the answer had none
-  std::optional<std::uint32_t> seconds_left;   // served from the gateway's cache: freshness left
+  std::uint32_t age = 0;  // served from the gateway's cache: seconds since it was received
 };
 
 // The combined Cache-Control value:
@@ -59,7 +59,7 @@ struct cache_part {
 // - else `no-cache` when one said no-cache (preceded by `private` when one said private);
 // - else `max-age=` the least max-age (a call with s-maxage only counts with it), preceded by `private`
 //   when one said private, else followed by `s-maxage=` the least shared freshness when one gave s-maxage;
-//   `must-revalidate` when one said it. An answer from the gateway's cache counts at most its seconds left.
+//   `must-revalidate` when one said it. An answer from the gateway's cache counts its lifetimes less its age.
 std::string strictest_cache_control(const std::vector<cache_part>& parts);
 
 // The cookie name of a Set-Cookie value (before its '=', without surrounding whitespace); empty when the

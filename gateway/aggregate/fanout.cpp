@@ -169,7 +169,7 @@ void fanout::start_call(std::size_t index) {
       result.contacted = false;
       result.from_cache = true;
       result.headers = std::move(kept.text);
-      result.fresh_for = kept.seconds_left;
+      result.age = kept.age;
       return call_finished(index, std::move(result));
     }
   }

@@ -37,9 +37,10 @@ struct call_result {
   std::uint32_t fresh_for = 0;  // seconds the answer may be served from a cache (HTTP Cache-Control)
   // The answer's fields kept for the client (the call's response_headers; see response_parser::capture),
   // "Name: value\r\n" each; empty when the call's route asks for none. From the cache: those stored with
-  // the answer, and `fresh_for` is then what is left of its freshness.
+  // the answer.
   std::string headers;
-  bool from_cache = false;  // served from the downstream's cache without a call
+  bool from_cache = false;  // served from the downstream's cache without a call ...
+  std::uint32_t age = 0;    // ... this many whole seconds after it was received
 
   bool ok() const { return outcome == call_outcome::ok; }
   // An answer to merge: a fresh one, or a stale one (degraded).

@@ -67,8 +67,8 @@ std::optional<json_object_text> stale_cache::get_fresh(std::string_view key, clo
   const auto& e = *found->second;
   if (fields != nullptr) {
     fields->text = e.fields;
-    fields->seconds_left = static_cast<std::uint32_t>(
-        std::chrono::duration_cast<std::chrono::seconds>(e.fresh_until - now).count());
+    fields->age =
+        static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now - e.stored).count());
   }
   return e.body;
 }

@@ -33,11 +33,10 @@ class stale_cache {
            std::string_view fields = {});
   // A copy of the last good answer for `key`, if one younger than max_stale is kept.
   std::optional<json_object_text> get(std::string_view key, clock::time_point now);
-  // A copy of the answer for `key` if it is still fresh; with `fields`, also its fields and the whole
-  // seconds of freshness it has left.
+  // A copy of the answer for `key` if it is still fresh; with `fields`, also its fields and its age.
   struct fresh_fields {
     std::string text;
-    std::uint32_t seconds_left = 0;
+    std::uint32_t age = 0;  // whole seconds since it was stored
   };
   std::optional<json_object_text> get_fresh(std::string_view key, clock::time_point now,
                                             fresh_fields* fields = nullptr);

@@ -101,10 +101,12 @@ TEST_CASE("answer fields: the strictest Cache-Control of the calls", "[answer_fi
     INFO(r.expected);
     CHECK(strictest_cache_control(r.parts) == r.expected);
   }
-  // An answer from the gateway's cache counts at most the freshness it has left.
+  // An answer from the gateway's cache counts its lifetimes less its age.
   auto cached = answered("max-age=60, s-maxage=100");
-  cached.seconds_left = 12;
-  CHECK(strictest_cache_control({cached, answered("max-age=30")}) == "max-age=12");
+  cached.age = 48;
+  CHECK(strictest_cache_control({cached, answered("max-age=30")}) == "max-age=12, s-maxage=30");
+  cached.age = 70;
+  CHECK(strictest_cache_control({cached}) == "max-age=0, s-maxage=30");
 }
 
 TEST_CASE("answer fields: Set-Cookie passed by cookie name, each as a field of its own", "[answer_fields]") {
