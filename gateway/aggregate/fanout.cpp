@@ -1,5 +1,6 @@
 #include "gateway/aggregate/fanout.hpp"
 
+#include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 
@@ -60,6 +61,7 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
     req.headers = request.headers[index].headers;
     req.vary = request.headers[index].vary;
   }
+  if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
   req.worker = request.worker;
   req.cancel = &cancels_[index];
   return req;
@@ -122,7 +124,11 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
   auto* cache = (*request_->targets)[index]->stale();
   const auto& key = stale_keys_[index];
   if (cache == nullptr || key.empty()) return;
-  if (result.ok()) return cache->put(key, result.body, ended, result.fresh_for);
+  if (result.ok()) {
+    // Its kept fields are stored with it, its cookies not: a cookie is meant for one client.
+    if (result.headers.empty()) return cache->put(key, result.body, ended, result.fresh_for);
+    return cache->put(key, result.body, ended, result.fresh_for, without_set_cookie(result.headers));
+  }
   if (result.outcome == call_outcome::cancelled) return;
   if (auto body = cache->get(key, ended)) {
     result.body = std::move(*body);
@@ -163,13 +169,18 @@ void fanout::start_call(std::size_t index) {
   const auto call = make_request(index, target_text, body_text);
   if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
     stale_keys_[index] = stale_key(call);
-    if (auto fresh = cache->get_fresh(stale_keys_[index], started_)) {  // answered without a call
+    stale_cache::fresh_fields kept;
+    if (auto fresh = cache->get_fresh(stale_keys_[index], started_,
+                                      call.answer_fields != nullptr ? &kept : nullptr)) {  // without a call
       stale_keys_[index].clear();
       call_result result;
       result.outcome = call_outcome::ok;
       result.detail = "cached";
       result.body = std::move(*fresh);
       result.contacted = false;
+      result.from_cache = true;
+      result.headers = std::move(kept.text);
+      result.age = kept.age;
       return call_finished(index, std::move(result));
     }
   }

@@ -249,6 +249,19 @@ struct header_policy {
 // JSON object built from the route's parameters (body_template).
 enum class call_body : unsigned char { none, client, built };
 
+// Which fields of a call's answer reach the client's answer (aggregate routes): fields copied by name
+// (`forward`), Set-Cookie fields whose cookie name is listed (`set_cookie`; names compare exactly), and
+// the strictest of the calls' Cache-Control (`cache_control`, a route's setting, copied to every call). Names
+// of `forward` compare case-insensitively; framing, hop-by-hop, validators and the gateway's own fields are
+// refused at load. Only a 2xx answer's fields are kept, each value text of at most 4 KiB, 16 KiB per call.
+struct response_header_policy {
+  std::vector<std::string> forward;
+  std::vector<std::string> set_cookie;
+  bool cache_control = false;
+
+  bool empty() const { return forward.empty() && set_cookie.empty() && !cache_control; }
+};
+
 struct call_settings {
   std::string name;
   std::string downstream;
@@ -261,10 +274,12 @@ struct call_settings {
   bool idempotent = true;
   std::optional<microseconds> timeout;
   bool required = false;
-  std::vector<std::string> fields;  // empty = keep every field
-  std::string fallback_members;     // the fallback object's members serialised, without braces
-  header_policy headers;            // as written for the call
-  header_policy effective_headers;  // the route's with the call's applied: what its requests carry
+  std::vector<std::string> fields;          // empty = keep every field
+  std::string fallback_members;             // the fallback object's members serialised, without braces
+  header_policy headers;                    // as written for the call
+  header_policy effective_headers;          // the route's with the call's applied: what its requests carry
+  response_header_policy response_headers;  // as written for the call (adds to the route's)
+  response_header_policy effective_response_headers;  // the route's and the call's together
 };
 
 // Cross-origin requests to a route (browsers): which origins ("*": any) may read its answers, which
@@ -286,10 +301,14 @@ struct route_settings {
   microseconds deadline = milliseconds(800);
   std::vector<param_settings> params;
   response_shape response = response_shape::array;
-  std::string degraded_reason_field;  // a degraded entry's field naming why (its outcome); empty: none
-  header_policy headers;              // for every call (remove: none at this level)
-  std::optional<cors_settings> cors;  // none: no CORS fields, preflights refused like any OPTIONS
-  bool takes_body = false;            // a call passes the client's body on: the request's body is read
+  std::string degraded_reason_field;        // a degraded entry's field naming why (its outcome); empty: none
+  header_policy headers;                    // for every call (remove: none at this level)
+  std::optional<cors_settings> cors;        // none: no CORS fields, preflights refused like any OPTIONS
+  response_header_policy response_headers;  // for every call (a call's lists add to these)
+  // Some call passes answer fields on (a call's effective_response_headers is not empty): only then does
+  // a request of the route combine them.
+  bool passes_response_headers = false;
+  bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
 };
 

@@ -95,6 +95,14 @@ nlohmann::json headers_json(const header_policy& h) {
   return j;
 }
 
+nlohmann::json response_headers_json(const response_header_policy& h) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!h.forward.empty()) j["forward"] = h.forward;
+  if (!h.set_cookie.empty()) j["set_cookie"] = h.set_cookie;
+  if (h.cache_control) j["cache_control"] = true;
+  return j;
+}
+
 nlohmann::json route_json(const route_settings& r) {
   nlohmann::json j;
   j["path"] = r.path;
@@ -104,6 +112,7 @@ nlohmann::json route_json(const route_settings& r) {
   if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
   if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
   if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
+  if (!r.response_headers.empty()) j["response_headers"] = response_headers_json(r.response_headers);
   if (r.cors) {
     j["cors"] = {
         {"allow_origins", r.cors->allow_origins},         {"allow_methods", r.cors->allow_methods},
@@ -133,6 +142,8 @@ nlohmann::json route_json(const route_settings& r) {
     if (c.timeout) call["timeout"] = format_duration(*c.timeout);
     if (!c.fields.empty()) call["fields"] = c.fields;
     if (!c.effective_headers.empty()) call["headers"] = headers_json(c.effective_headers);
+    if (!c.effective_response_headers.empty())
+      call["response_headers"] = response_headers_json(c.effective_response_headers);
     call["fallback"] = nlohmann::json::parse("{" + c.fallback_members + "}");
     j["calls"].push_back(std::move(call));
   }

@@ -40,6 +40,12 @@ void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_s
 void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what, bool call,
                         header_policy& out);
 header_policy effective_policy(const header_policy& route, const header_policy& call);
+// response_header_sections.cpp: a route's or a call's `response_headers` (`cache_control` for routes only),
+// and a call's effective one (the call's lists added to the route's).
+void read_response_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what,
+                                 bool call, response_header_policy& out);
+response_header_policy effective_response_policy(const response_header_policy& route,
+                                                 const response_header_policy& call);
 class yaml_reader;
 void read_forwarding(yaml_reader& r, server_settings& s);
 

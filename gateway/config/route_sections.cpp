@@ -165,6 +165,8 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
     call.fallback_members = object_members(fallback);
     if (auto h = r.section("headers"))
       read_header_policy(state, *h, "call '" + call.name + "'", true, call.headers);
+    if (auto h = r.section("response_headers"))
+      read_response_header_policy(state, *h, "call '" + call.name + "'", true, call.response_headers);
     r.finish();
     route.calls.push_back(std::move(call));
   }
@@ -257,8 +259,15 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   add_path_params(route);
   if (auto h = r.section("headers")) read_header_policy(state, *h, "route", false, route.headers);
   if (auto c = r.section("cors")) read_cors(state, *c, route);
+  if (auto h = r.section("response_headers"))
+    read_response_header_policy(state, *h, "route", false, route.response_headers);
   if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
-  for (auto& call : route.calls) call.effective_headers = effective_policy(route.headers, call.headers);
+  for (auto& call : route.calls) {
+    call.effective_headers = effective_policy(route.headers, call.headers);
+    call.effective_response_headers =
+        effective_response_policy(route.response_headers, call.response_headers);
+    if (!call.effective_response_headers.empty()) route.passes_response_headers = true;
+  }
   r.finish();
   return true;
 }

@@ -6,6 +6,7 @@
 #include "gateway/core/duration.hpp"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace gateway {
@@ -34,6 +35,12 @@ struct call_result {
   // downstream's, so its circuit breaker does not count it.
   bool contacted = true;
   std::uint32_t fresh_for = 0;  // seconds the answer may be served from a cache (HTTP Cache-Control)
+  // The answer's fields kept for the client (the call's response_headers; see response_parser::capture),
+  // "Name: value\r\n" each; empty when the call's route asks for none. From the cache: those stored with
+  // the answer.
+  std::string headers;
+  bool from_cache = false;  // served from the downstream's cache without a call ...
+  std::uint32_t age = 0;    // ... this many whole seconds after it was received
 
   bool ok() const { return outcome == call_outcome::ok; }
   // An answer to merge: a fresh one, or a stale one (degraded).

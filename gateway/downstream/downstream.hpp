@@ -17,6 +17,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/spawn.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,14 +41,24 @@ struct call_request {
   // (coalescing, cache, stale) only between calls whose target and `vary` are equal.
   std::string_view headers;
   std::string_view vary;
+  // The answer's fields to keep for the client (the call's effective response_headers, in the
+  // configuration); null when it asks for none, the default, which costs nothing per field.
+  const response_header_policy* answer_fields = nullptr;
   std::size_t worker = 0;  // index of the I/O thread the coroutine runs on
   cancel_source* cancel = nullptr;
 };
 
-// What identifies a call's answer among others to the same downstream: its target, and its `vary` headers.
+// What identifies a call's answer among others to the same downstream: its target, its `vary` headers, and
+// which answer fields it keeps (a shared answer carries the fields kept with it, so calls that keep
+// different ones do not share).
 inline std::string answer_key(const call_request& request) {
   std::string key(request.target);
   if (!request.vary.empty()) key.append(request.vary);  // starts with "\r\n": never part of a target
+  if (request.answer_fields != nullptr) {
+    // "\r\n\x01" never starts a vary field (its names are tokens); the policy's address names it.
+    const auto id = reinterpret_cast<std::uintptr_t>(request.answer_fields);
+    key.append("\r\n\x01").append(reinterpret_cast<const char*>(&id), sizeof id);
+  }
   return key;
 }
 

@@ -33,17 +33,20 @@ constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
 
 http_attempt* http_attempt::create(http_call& call, std::size_t slot, std::string_view head,
                                    connection_pool& pool, std::size_t max_response_bytes,
-                                   clock::time_point deadline, clock::time_point now) {
-  return new http_attempt(call, slot, head, pool, max_response_bytes, deadline, now);
+                                   const response_header_policy* answer_fields, clock::time_point deadline,
+                                   clock::time_point now) {
+  return new http_attempt(call, slot, head, pool, max_response_bytes, answer_fields, deadline, now);
 }
 
 http_attempt::http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                           std::size_t max_response_bytes, clock::time_point deadline, clock::time_point now)
+                           std::size_t max_response_bytes, const response_header_policy* answer_fields,
+                           clock::time_point deadline, clock::time_point now)
     : call_(call),
       slot_(slot),
       head_(head),
       pool_(pool),
       max_response_bytes_(max_response_bytes),
+      answer_fields_(answer_fields),
       deadline_(deadline),
       started_(now) {}
 
@@ -203,6 +206,7 @@ void http_attempt::connected(error_code ec) {
 void http_attempt::write() {
   enter(state::writing);
   parser_.emplace(max_response_bytes_, response_header_limit);
+  parser_->capture(answer_fields_);
   conn_->buffer.clear();
   if (conn_->tls) return tls_write();
   conn_->user = this;
@@ -311,9 +315,10 @@ void http_attempt::answered(bool drained) {
     if (!unusable && !charge_body()) unusable = "memory budget exhausted";
   }
   // Built only now: a call in flight does not carry a result.
-  finish(unusable ? unusable_answer(status, unusable)
-                  : answer_result(status, std::move(parser_->body()), parser_->fresh_for()),
-         now);
+  auto result = unusable ? unusable_answer(status, unusable)
+                         : answer_result(status, std::move(parser_->body()), parser_->fresh_for());
+  if (result.ok()) result.headers = std::move(parser_->captured());  // empty unless asked for
+  finish(std::move(result), now);
 }
 
 void http_attempt::read_failed(const error_code& ec) {

@@ -17,9 +17,9 @@
 // pointer where the paths part.
 //
 // Ownership: the call creates the attempt and nobody else holds it; only its own pending handlers (a
-// connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself in one place,
-// free_if_done(): once it has reported, and the connect timer's handler (the one handler that can
-// outlive the report) has run. Reporting is its last act (the call may end then).
+// connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself
+// in one place, free_if_done(): once it has reported, and the connect timer's handler (the one handler that
+// can outlive the report) has run. Reporting is its last act (the call may end then).
 //
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
@@ -54,10 +54,10 @@ class http_attempt final : public read_readiness::listener {
 
   // An attempt on `pool` for `call`, which it reports to as attempt `slot`; begin() starts it and may
   // report before it returns (so it is the caller's last act). `head` (the request bytes) and `pool`
-  // must outlive it.
+  // must outlive it; so must `answer_fields` (the fields of a 2xx answer it keeps; null: none).
   static http_attempt* create(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                              std::size_t max_response_bytes, clock::time_point deadline,
-                              clock::time_point now);
+                              std::size_t max_response_bytes, const response_header_policy* answer_fields,
+                              clock::time_point deadline, clock::time_point now);
   void begin() { acquire(true); }
 
   // Fired by the call; the attempt then ends promptly.
@@ -79,7 +79,8 @@ class http_attempt final : public read_readiness::listener {
   };
 
   http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-               std::size_t max_response_bytes, clock::time_point deadline, clock::time_point now);
+               std::size_t max_response_bytes, const response_header_policy* answer_fields,
+               clock::time_point deadline, clock::time_point now);
   ~http_attempt() = default;
 
   static constexpr bool legal(state from, state to);
@@ -116,6 +117,7 @@ class http_attempt final : public read_readiness::listener {
   std::string_view head_;  // the request's bytes, in the call
   connection_pool& pool_;
   std::size_t max_response_bytes_;
+  const response_header_policy* answer_fields_;
   cancel_source cancel_;
   clock::time_point deadline_;
   clock::time_point started_;

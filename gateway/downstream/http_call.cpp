@@ -26,7 +26,8 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       cancel_(*request.cancel),
       deadline_(request.deadline),
       started_(request.now),
-      idempotent_(request.idempotent) {
+      idempotent_(request.idempotent),
+      answer_fields_(request.answer_fields) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
@@ -92,7 +93,7 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
   endpoint_[slot] = endpoint;
   ticket_[slot] = choice.ticket;
   live_[slot] = http_attempt::create(*this, slot, head_, endpoint->pool, lane_.settings().max_response_bytes,
-                                     deadline_, now);
+                                     answer_fields_, deadline_, now);
   return launched::yes;
 }
 

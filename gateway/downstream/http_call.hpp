@@ -79,6 +79,7 @@ class http_call {
   std::string head_long_;
   char head_inline_[256];
   std::string coalesce_key_;  // its answer_key(), when the lane coalesces: this call leads the calls for it
+  const response_header_policy* answer_fields_;  // call_request::answer_fields (in the configuration)
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes

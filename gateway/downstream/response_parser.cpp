@@ -1,9 +1,10 @@
-// One file of ~375 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
+// One file of ~400 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
 // rewrites of forms Beast refuses all work on the same parser state and the same buffered bytes; apart,
 // that state would have to be exposed between files.
 
 #include "gateway/downstream/response_parser.hpp"
 
+#include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 #include "gateway/downstream/freshness.hpp"
@@ -100,6 +101,7 @@ void response_parser::start_message() {
   http10_ = connection_close_ = connection_keep_alive_ = coding_seen_ = false;
   fresh_for_.reset();
   coding_ = content_coding::identity;
+  captured_.clear();  // an interim response's fields are not the answer's
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
@@ -323,6 +325,10 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
     if (static_cast<std::size_t>(end + 2 - o.trailers_) > o.header_limit_) ec = http::error::header_limit;
     return;
   }
+  // Fields kept for the client's answer: only with a capture policy (most calls have none).
+  if (o.capture_)
+    keep_answer_field(*o.capture_, std::string_view(name.data(), name.size()),
+                      std::string_view(value.data(), value.size()), o.captured_);
   switch (f) {
     case http::field::content_length:
       // Beast takes a list of equal numbers ("7, 7") and any number of digits; one number per field here.

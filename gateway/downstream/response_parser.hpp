@@ -28,6 +28,8 @@
 
 namespace gateway {
 
+struct response_header_policy;
+
 class response_parser {
  public:
   response_parser(std::size_t body_limit, std::size_t header_limit);
@@ -48,6 +50,11 @@ class response_parser {
   // The body is kept as received: the caller decodes it.
   content_coding coding() const { return coding_; }
   std::string& body() { return body_; }
+
+  // Keeps the fields `policy` names (see above); null: none. The policy must outlive the parser.
+  void capture(const response_header_policy* policy) { capture_ = policy; }
+  // The final head's kept fields, "Name: value\r\n" each, in the order received.
+  std::string& captured() { return captured_; }
 
  private:
   // Beast's parser for one message (a new one for each head: Beast ends a message at an interim
@@ -107,6 +114,8 @@ class response_parser {
   // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
   const char* trailers_ = nullptr;
   std::string body_;
+  const response_header_policy* capture_ = nullptr;
+  std::string captured_;
 };
 
 }  // namespace gateway

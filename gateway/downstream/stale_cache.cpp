@@ -14,22 +14,24 @@ constexpr std::size_t entry_overhead = 160;
 stale_cache::stale_cache(std::size_t max_bytes, clock::duration max_stale, bool serve_fresh)
     : max_bytes_(max_bytes), max_stale_(max_stale), serve_fresh_(serve_fresh) {}
 
-std::size_t stale_cache::size_of(std::string_view key, const json_object_text& body) {
+std::size_t stale_cache::size_of(std::string_view key, const json_object_text& body,
+                                 std::string_view fields) {
   const auto members = body.members.size() > body.members.static_capacity ? body.members.size() : 0;
-  return entry_overhead + key.size() + body.text.size() + members * sizeof(json_member);
+  return entry_overhead + key.size() + body.text.size() + members * sizeof(json_member) + fields.size();
 }
 
 void stale_cache::put(std::string_view key, const json_object_text& body, clock::time_point now,
-                      std::uint32_t fresh_for) {
+                      std::uint32_t fresh_for, std::string_view fields) {
   const auto fresh_until = serve_fresh_ ? now + std::chrono::seconds(fresh_for) : now;
   if (max_stale_.count() == 0 && fresh_until == now) return;  // nothing it would ever serve
-  const auto size = size_of(key, body);
+  const auto size = size_of(key, body, fields);
   if (size > max_bytes_) return;  // would push out everything else
   std::lock_guard lock(mutex_);
   if (const auto found = by_key_.find(key); found != by_key_.end()) {
     auto& e = *found->second;
     used_ -= e.size;
     e.body = body;
+    e.fields.assign(fields);
     e.stored = now;
     e.fresh_until = fresh_until;
     e.size = size;
@@ -37,7 +39,7 @@ void stale_cache::put(std::string_view key, const json_object_text& body, clock:
     order_.splice(order_.begin(), order_, found->second);
   } else {
     evict_to(max_bytes_ - size);
-    order_.push_front(entry{std::string(key), body, now, fresh_until, size});
+    order_.push_front(entry{std::string(key), body, std::string(fields), now, fresh_until, size});
     by_key_.emplace(order_.front().key, order_.begin());
     used_ += size;
   }
@@ -55,13 +57,20 @@ std::optional<json_object_text> stale_cache::get(std::string_view key, clock::ti
   return found->second->body;
 }
 
-std::optional<json_object_text> stale_cache::get_fresh(std::string_view key, clock::time_point now) {
+std::optional<json_object_text> stale_cache::get_fresh(std::string_view key, clock::time_point now,
+                                                       fresh_fields* fields) {
   std::lock_guard lock(mutex_);
   const auto found = by_key_.find(key);
   if (found == by_key_.end() || now >= found->second->fresh_until) return std::nullopt;
   order_.splice(order_.begin(), order_, found->second);
   hits_.fetch_add(1, std::memory_order_relaxed);
-  return found->second->body;
+  const auto& e = *found->second;
+  if (fields != nullptr) {
+    fields->text = e.fields;
+    fields->age =
+        static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now - e.stored).count());
+  }
+  return e.body;
 }
 
 void stale_cache::evict_to(std::size_t budget) {

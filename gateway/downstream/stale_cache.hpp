@@ -27,13 +27,19 @@ class stale_cache {
   stale_cache(std::size_t max_bytes, clock::duration max_stale, bool serve_fresh = false);
 
   // Keeps `body` for `key`: fresh (served instead of a call) for `fresh_for` seconds when this cache serves
-  // fresh answers, and stale (served when a call fails) until max_stale after `now`.
-  void put(std::string_view key, const json_object_text& body, clock::time_point now,
-           std::uint32_t fresh_for);
+  // fresh answers, and stale (served when a call fails) until max_stale after `now`. `fields`: answer
+  // fields kept with it for the client (call_result::headers), handed back with a fresh answer only.
+  void put(std::string_view key, const json_object_text& body, clock::time_point now, std::uint32_t fresh_for,
+           std::string_view fields = {});
   // A copy of the last good answer for `key`, if one younger than max_stale is kept.
   std::optional<json_object_text> get(std::string_view key, clock::time_point now);
-  // A copy of the answer for `key` if it is still fresh.
-  std::optional<json_object_text> get_fresh(std::string_view key, clock::time_point now);
+  // A copy of the answer for `key` if it is still fresh; with `fields`, also its fields and its age.
+  struct fresh_fields {
+    std::string text;
+    std::uint32_t age = 0;  // whole seconds since it was stored
+  };
+  std::optional<json_object_text> get_fresh(std::string_view key, clock::time_point now,
+                                            fresh_fields* fields = nullptr);
   std::uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
 
   std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -44,11 +50,12 @@ class stale_cache {
   struct entry {
     std::string key;
     json_object_text body;
+    std::string fields;
     clock::time_point stored;
     clock::time_point fresh_until;
     std::size_t size = 0;
   };
-  static std::size_t size_of(std::string_view key, const json_object_text& body);
+  static std::size_t size_of(std::string_view key, const json_object_text& body, std::string_view fields);
   void evict_to(std::size_t budget);  // under the lock
 
   const std::size_t max_bytes_;

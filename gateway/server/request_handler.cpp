@@ -1,5 +1,6 @@
 #include "gateway/server/request_handler.hpp"
 
+#include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/aggregate/json_object.hpp"
 #include "gateway/aggregate/merge.hpp"
 #include "gateway/core/char_class.hpp"
@@ -270,6 +271,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     }
     auto merged = merge_results(route, results);
     outbound_response r;
+    if (route.passes_response_headers) r.fields = answer_fields(route, results);
     r.route = route_index;
     r.status = 200;
     r.body = std::move(merged.body);

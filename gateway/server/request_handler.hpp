@@ -41,7 +41,7 @@ struct outbound_response {
   std::string request_id;
   std::string degraded;  // X-Degraded value
   std::string allow;     // Allow value for 405 (and OPTIONS)
-  std::string fields;    // more header lines, "Name: value\r\n" each (CORS)
+  std::string fields;    // more header lines, "Name: value\r\n" each (CORS, answer fields of the calls)
 };
 
 // Lets the connection cancel the request currently being handled (client gone, shutdown).

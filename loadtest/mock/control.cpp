@@ -2,17 +2,20 @@
 
 #include "loadtest/mock/replies.hpp"
 
+#include "gateway/core/http_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 
 namespace mock {
 namespace {
 
-constexpr std::array<std::string_view, 6> control_params = {"path",    "mode", "delay",
-                                                            "latency", "body", "port"};
+constexpr std::array<std::string_view, 7> control_params = {"path", "mode", "delay", "latency",
+                                                            "body", "port", "header"};
 
 // The first parameter of `query` that /__control does not know, or "" when all are known.
 std::string_view unknown_param(std::string_view query) {
@@ -34,6 +37,40 @@ std::optional<std::string> value_of(std::string_view query, std::string_view key
     return std::nullopt;
   }
   return std::move(v.value);
+}
+
+// Every `header=Name:Value` parameter, as "Name: value\r\n" lines ("" for one empty `header=`): a name
+// that is a token, a value of any bytes but CR and LF (so that a test can send controls the gateway must
+// refuse). Sets `error` for a bad one.
+std::optional<std::string> header_lines(std::string_view query, std::string& error) {
+  std::optional<std::string> lines;
+  for_each_query_param(query, [&](std::string_view name, std::string_view raw) {
+    if (name != "header") return false;
+    std::string text;
+    if (!gateway::percent_decode(raw, text, false)) {
+      error = "bad percent-encoding in header";
+      return true;
+    }
+    if (!lines) lines.emplace();
+    if (text.empty()) return false;
+    const auto colon = text.find(':');
+    const auto field = std::string_view(text).substr(0, colon);
+    const bool token = !field.empty() && std::all_of(field.begin(), field.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+    if (colon == std::string::npos || !token || text.find_first_of("\r\n") != std::string::npos) {
+      error = "bad header: give Name:Value (a token, then a value without CR or LF)";
+      return true;
+    }
+    const auto value = text.find_first_not_of(" \t", colon + 1);
+    lines->append(field)
+        .append(": ")
+        .append(value == std::string::npos ? "" : text.substr(value))
+        .append("\r\n");
+    return false;
+  });
+  return lines;
 }
 
 }  // namespace
@@ -91,6 +128,8 @@ std::optional<control_request> parse_control(std::string_view query, control_kin
     error = "body is not JSON";
     return std::nullopt;
   }
+  req.change.headers = header_lines(query, error);
+  if (!error.empty()) return std::nullopt;
   const auto port = value_of(query, "port", error);
   if (!error.empty()) return std::nullopt;
   if (port) {
@@ -102,8 +141,8 @@ std::optional<control_request> parse_control(std::string_view query, control_kin
     }
     req.port = static_cast<unsigned short>(value);
   }
-  if (!req.change.how && !req.change.delay && !req.change.body) {
-    error = "nothing to change: give mode, delay (or latency) or body";
+  if (!req.change.how && !req.change.delay && !req.change.body && !req.change.headers) {
+    error = "nothing to change: give mode, delay (or latency), body or header";
     return std::nullopt;
   }
   return req;

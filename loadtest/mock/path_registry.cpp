@@ -39,24 +39,17 @@ std::string path_registry::configure(std::string_view name, const path_change& c
     }
   }
   std::lock_guard lock(mutex_);
-  const std::string* body = nullptr;
-  if (change.body && !change.body->empty()) {
-    // A ticket may point to a body while the path changes again: bodies are kept, each text once.
-    auto same =
-        std::find_if(bodies_.begin(), bodies_.end(), [&](const auto& b) { return *b == *change.body; });
-    if (same == bodies_.end()) {
-      if (body_bytes_ + change.body->size() > max_body_bytes) return "too many bodies (64 MiB in all)";
-      body_bytes_ += change.body->size();
-      same = bodies_.insert(bodies_.end(), std::make_unique<const std::string>(*change.body));
-    }
-    body = same->get();
-  }
+  bool full = false;
+  const std::string* body = change.body ? keep_text(*change.body, full) : nullptr;
+  const std::string* headers = change.headers ? keep_text(*change.headers, full) : nullptr;
+  if (full) return "too many bodies (64 MiB in all)";
   path_entry* entry = find_or_add(name);
   if (!entry) return "too many paths";
   const auto apply = [&](path_config& config) {
     if (change.how) config.how = *change.how;
     if (change.delay) config.delay = change.delay;
     if (change.body) config.body = body;
+    if (change.headers) config.headers = headers;
   };
   if (port != 0) {
     entry->overrides.resize(endpoints_.size());
@@ -70,6 +63,21 @@ std::string path_registry::configure(std::string_view name, const path_change& c
     if (over) apply(*over);
   }
   return {};
+}
+
+// A ticket may point to a text while the path changes again: texts are kept, each once.
+const std::string* path_registry::keep_text(const std::string& text, bool& full) {
+  if (text.empty()) return nullptr;
+  auto same = std::find_if(bodies_.begin(), bodies_.end(), [&](const auto& b) { return *b == text; });
+  if (same == bodies_.end()) {
+    if (body_bytes_ + text.size() > max_body_bytes) {
+      full = true;
+      return nullptr;
+    }
+    body_bytes_ += text.size();
+    same = bodies_.insert(bodies_.end(), std::make_unique<const std::string>(text));
+  }
+  return same->get();
 }
 
 microseconds path_registry::draw_delay(const std::optional<latency>& delay, draw_generator& draws) const {
@@ -94,6 +102,7 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.how.how = config.how;
   t.how.delay = draw_delay(config.delay, t.entry->draws);
   t.body = config.body;
+  t.headers = config.headers;
   ++t.entry->total.requests;
   ++t.entry->by_endpoint[t.endpoint].requests;
   if (t.how.how == mode::flaky) t.how.how = t.entry->total.requests % 2 == 1 ? mode::unavailable : mode::ok;

@@ -36,6 +36,9 @@ struct path_change {
   std::optional<mode> how;
   std::optional<latency> delay;
   std::optional<std::string> body;  // the body of ok answers; "" goes back to the generated one
+  // More header fields of its answers (ok, fail, unavailable and the encoded modes), "Name: value\r\n"
+  // each; "" goes back to none.
+  std::optional<std::string> headers{};
 };
 
 class path_registry {
@@ -45,7 +48,7 @@ class path_registry {
   // Paths tracked individually. Requests to further names get the default behaviour and are counted only
   // in the global and per-endpoint counters, so random names cannot grow memory without bound.
   static constexpr std::size_t max_paths = 1024;
-  // The bytes of all the distinct bodies ever configured.
+  // The bytes of all the distinct bodies (and header texts) ever configured.
   static constexpr std::size_t max_body_bytes = 64 * 1024 * 1024;
 
   // `ports`: the port of each endpoint, in listener order (at least one); an endpoint is named by its index
@@ -66,8 +69,9 @@ class path_registry {
   // One request to a downstream path: how to answer it, and where to count its cancellation.
   struct ticket {
     behaviour how;
-    const std::string* body = nullptr;  // null: the generated ok body
-    path_entry* entry = nullptr;        // null when the path is not tracked
+    const std::string* body = nullptr;     // null: the generated ok body
+    const std::string* headers = nullptr;  // null: no more header fields
+    path_entry* entry = nullptr;           // null when the path is not tracked
     std::size_t endpoint = 0;
   };
   ticket begin_request(std::string_view name, const request_headers& headers, std::size_t endpoint);
@@ -93,8 +97,9 @@ class path_registry {
  private:
   struct path_config {
     mode how = mode::ok;
-    std::optional<latency> delay;       // nullopt: the default delay
-    const std::string* body = nullptr;  // one of bodies_
+    std::optional<latency> delay;          // nullopt: the default delay
+    const std::string* body = nullptr;     // one of bodies_
+    const std::string* headers = nullptr;  // one of bodies_ (the texts are kept alike)
   };
   struct counts {
     std::uint64_t requests = 0;
@@ -122,6 +127,8 @@ class path_registry {
   // Require mutex_. find_or_add returns null when the table is full.
   path_entry* find_or_add(std::string_view name);
   microseconds draw_delay(const std::optional<latency>& delay, draw_generator& draws) const;
+  // Requires mutex_: `text` kept once among bodies_ (null when empty or over max_body_bytes in all).
+  const std::string* keep_text(const std::string& text, bool& full);
 
   const latency default_delay_;
   const std::uint64_t seed_;

@@ -39,7 +39,7 @@ void set_cache_control(std::string value) {
 }
 
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
-                 std::string_view content_type, std::string_view content_encoding) {
+                 std::string_view content_type, std::string_view content_encoding, std::string_view extra) {
   out += "HTTP/1.1 ";
   append_number(out, status);
   out += ' ';
@@ -56,7 +56,9 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
     out += "\r\nCache-Control: ";
     out += cache_control();
   }
-  out += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
+  out += keep_alive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n";
+  out += extra;
+  out += "\r\n";
 }
 
 void append_ok_body(std::string& out, std::string_view name, std::string_view sku, std::string_view query) {

@@ -8,11 +8,12 @@
 namespace mock {
 
 // Appends an HTTP/1.1 response head (status line, Content-Type, Content-Length, Connection, blank line;
-// Content-Encoding when `content_encoding` is not empty).
+// Content-Encoding when `content_encoding` is not empty; `extra`: more fields, "Name: value\r\n" each).
 // A Cache-Control value every head carries from now on (empty: none); set once at start.
 void set_cache_control(std::string value);
 void append_head(std::string& out, unsigned status, std::size_t content_length, bool keep_alive,
-                 std::string_view content_type = "application/json", std::string_view content_encoding = {});
+                 std::string_view content_type = "application/json", std::string_view content_encoding = {},
+                 std::string_view extra = {});
 
 // {"source":"NAME","sku":"SKU","priceCent":N,"stock":M} with h = FNV-1a-64(sku),
 // N = 100 + h % 99900 and M = h % 1000. `name` must be a valid path name (it is not escaped). When

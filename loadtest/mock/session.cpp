@@ -185,7 +185,7 @@ class session {
     }
     head_.clear();
     const unsigned status = how.how == mode::fail ? 500 : how.how == mode::unavailable ? 503 : 200;
-    append_head(head_, status, body.size(), keep_alive);
+    append_head(head_, status, body.size(), keep_alive, "application/json", {}, extra_fields(act));
     return sent(act, write(head_, body)) && finish(keep_alive);
   }
 
@@ -197,11 +197,17 @@ class session {
     return body_;
   }
 
+  // The path's own header fields, if it has some.
+  static std::string_view extra_fields(const request_action& act) {
+    return act.ticket.headers ? std::string_view(*act.ticket.headers) : std::string_view();
+  }
+
   // The modes that answer in a content coding (encoded_replies.hpp).
   bool encoded(const request_action& act, bool keep_alive) {
     const auto reply = encode_reply(act.ticket.how.how, ok_body(act), accept_encoding_);
     head_.clear();
-    append_head(head_, 200, reply.body.size(), keep_alive, "application/json", reply.coding);
+    append_head(head_, 200, reply.body.size(), keep_alive, "application/json", reply.coding,
+                extra_fields(act));
     return sent(act, write(head_, reply.body)) && finish(keep_alive);
   }
 

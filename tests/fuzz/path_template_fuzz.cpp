@@ -26,11 +26,12 @@ int upper_hex(char c) {
   return -1;
 }
 
-// Checks that `encoded` is `value` written with unreserved characters and %XX escapes only.
-void check_encoding(std::string_view encoded, std::string_view value) {
+// Checks that `encoded` is `value` written with unreserved characters and %XX escapes only (and, for a
+// catch-all's segments, the '/' between them).
+void check_encoding(std::string_view encoded, std::string_view value, bool segments) {
   std::string decoded;
   for (std::size_t i = 0; i < encoded.size(); ++i) {
-    if (unreserved(encoded[i])) {
+    if (unreserved(encoded[i]) || (segments && encoded[i] == '/')) {
       decoded += encoded[i];
       continue;
     }
@@ -72,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!piece.is_param) {
       for (const char c : piece.text) FUZZ_CHECK(static_cast<unsigned char>(c) > 0x20 && c != 0x7f);
     }
-    printed += piece.is_param ? "{" + piece.text + "}" : piece.text;
+    printed += piece.is_param ? "{" + piece.text + (piece.segments ? "*}" : "}") : piece.text;  // {rest*}
     previous_literal = !piece.is_param;
   }
   FUZZ_CHECK(printed == text);
@@ -102,9 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Two parameters may follow each other without literal text between them: the encoded length comes
     // from the value (one byte per unreserved character, three per escape), not from the next literal.
     std::size_t len = 0;
-    for (const char c : given[param]) len += unreserved(c) ? 1 : 3;
+    const bool segments = pieces[i].segments;  // {rest*}: each segment encoded, joined by '/'
+    for (const char c : given[param]) len += unreserved(c) || (segments && c == '/') ? 1 : 3;
     FUZZ_CHECK(len <= rest.size());
-    check_encoding(rest.substr(0, len), given[param]);
+    check_encoding(rest.substr(0, len), given[param], segments);
     rest.remove_prefix(len);
     ++param;
   }

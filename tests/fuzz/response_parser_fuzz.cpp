@@ -6,7 +6,14 @@
 // exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
 // bytes presented at once and in pieces give the same result (Cache-Control freshness at most a day, and
 // the Content-Encoding, included); and freshness_seconds() on the raw bytes is bounded too.
+// Header capture is on (a policy naming a few fields, cookies and Cache-Control): every kept line is
+// "Name: value" with a value of text within its cap, all of them within the total cap, the same however
+// the bytes were cut; and the kept Cache-Control values, and the raw bytes, combine to a Cache-Control
+// value without a crash.
 
+#include "gateway/aggregate/answer_fields.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/core/char_class.hpp"
 #include "gateway/downstream/freshness.hpp"
 #include "gateway/downstream/response_parser.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
@@ -17,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -31,8 +39,44 @@ struct outcome {
   std::uint32_t fresh_for = 0;
   gateway::content_coding coding = gateway::content_coding::identity;
   std::string body;
+  std::string captured;
   std::size_t consumed = 0;
 };
+
+const gateway::response_header_policy& capture_policy() {
+  static const gateway::response_header_policy policy = [] {
+    gateway::response_header_policy p;
+    p.forward = {"X-Tag", "Content-Language", "Date", "Server", "Link"};
+    p.set_cookie = {"sid", "a"};
+    p.cache_control = true;
+    return p;
+  }();
+  return policy;
+}
+
+// The kept lines' shape and caps.
+void check_captured(const std::string& captured) {
+  FUZZ_CHECK(captured.size() <= gateway::max_kept);
+  std::string_view rest = captured;
+  std::vector<gateway::cache_part> parts;
+  while (!rest.empty()) {
+    const auto eol = rest.find("\r\n");
+    FUZZ_CHECK(eol != std::string_view::npos);
+    const auto line = rest.substr(0, eol);
+    rest.remove_prefix(eol + 2);
+    const auto colon = line.find(": ");
+    FUZZ_CHECK(colon != std::string_view::npos && colon > 0);
+    const auto value = line.substr(colon + 2);
+    FUZZ_CHECK(value.size() <= gateway::max_kept_value);
+    FUZZ_CHECK(gateway::char_class::all_of(value, gateway::char_class::field_text));
+    gateway::cache_part part;
+    part.answered = true;
+    part.directives = gateway::parse_cache_directives(value);
+    parts.push_back(part);
+  }
+  const auto combined = gateway::strictest_cache_control(parts);
+  FUZZ_CHECK(!combined.empty() && combined.size() < 96);
+}
 
 // Presents `pending` in a buffer of exactly its size, so that ASan reports any read past it.
 std::size_t put_exact(gateway::response_parser& parser, const std::string& pending, error_code& ec) {
@@ -44,6 +88,7 @@ std::size_t put_exact(gateway::response_parser& parser, const std::string& pendi
 outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_limit,
               fuzz::piece_sizes sizes) {
   gateway::response_parser parser(body_limit, header_limit);
+  parser.capture(&capture_policy());
   outcome o;
   std::string pending;  // bytes received and not yet consumed, as in the connection's read buffer
   std::size_t at = 0;
@@ -84,6 +129,8 @@ outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_
     o.coding = parser.coding();
     FUZZ_CHECK(o.fresh_for <= 24 * 3600);
     o.body = parser.body();
+    o.captured = parser.captured();
+    check_captured(o.captured);
     FUZZ_CHECK(o.status >= 100 && o.status <= 999);
     FUZZ_CHECK(o.body.size() <= body_limit);
     FUZZ_CHECK(o.consumed <= wire.size());
@@ -106,6 +153,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The Cache-Control reading on its own, with the rest as a field value: bounded, never a crash.
   if (const auto fresh = gateway::freshness_seconds(wire)) FUZZ_CHECK(*fresh <= 24 * 3600);
+  gateway::cache_part raw;
+  raw.answered = true;
+  raw.directives = gateway::parse_cache_directives(wire);
+  FUZZ_CHECK(!gateway::strictest_cache_control({raw}).empty());
 
   const auto whole = parse(wire, body_limit, header_limit, fuzz::piece_sizes(0));
   const auto cut = parse(wire, body_limit, header_limit, fuzz::piece_sizes(split));
@@ -116,6 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(whole.fresh_for == cut.fresh_for);
     FUZZ_CHECK(whole.coding == cut.coding);
     FUZZ_CHECK(whole.body == cut.body);
+    FUZZ_CHECK(whole.captured == cut.captured);
     FUZZ_CHECK(whole.consumed == cut.consumed);
   }
   return 0;

@@ -105,6 +105,13 @@ void mock_downstream::set_body(const std::string& path, const std::string& json,
   post_control(query);
 }
 
+void mock_downstream::set_headers(const std::string& path, const std::vector<std::string>& fields) {
+  std::string query = "path=" + percent_encoded(path);
+  if (fields.empty()) query += "&header=";
+  for (const auto& f : fields) query += "&header=" + percent_encoded(f);
+  post_control(query);
+}
+
 void mock_downstream::post_control(const std::string& query) {
   const std::string target = "/__control?" + query;
   http_connection conn(port());

@@ -45,6 +45,9 @@ class mock_downstream {
   // POST /__control?path=NAME&body=JSON[&port=PORT]: the path's ok answers send `json` ("" goes back to
   // the generated body); throws unless it answers 200.
   void set_body(const std::string& path, const std::string& json, std::uint16_t port = 0);
+  // POST /__control?path=NAME&header=Name:Value...: the path's answers carry these fields besides the
+  // mock's own (none: back to none); throws unless it answers 200.
+  void set_headers(const std::string& path, const std::vector<std::string>& fields);
   // GET /__stats as JSON.
   nlohmann::json stats();
   // Per-path counter from /__stats (0 when the path has not been seen).

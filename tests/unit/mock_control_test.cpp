@@ -70,6 +70,29 @@ TEST_CASE("mock control: bad /__control queries", "[mock]") {
   CHECK(control_error("path=coupon").starts_with("nothing to change"));
 }
 
+TEST_CASE("mock control: header fields per path", "[mock]") {
+  auto req = control("path=coupon&header=X-Tag%3A%20a&header=Set-Cookie:ab=1%3B%20Path%3D/&header=X-Ctl:a%01b");
+  REQUIRE(req.change.headers);
+  CHECK(*req.change.headers == "X-Tag: a\r\nSet-Cookie: ab=1; Path=/\r\nX-Ctl: a\x01"
+                                  "b\r\n");
+  req = control("path=coupon&header=");
+  CHECK(req.change.headers == std::string());
+  CHECK(control_error("path=coupon&header=bad name:1").starts_with("bad header"));
+  CHECK(control_error("path=coupon&header=X:a%0D%0Ab").starts_with("bad header"));
+  CHECK(control_error("path=coupon&header=novalue").starts_with("bad header"));
+
+  path_registry registry(latency{}, {8080}, 1);
+  path_change change;
+  change.headers = "X-Tag: a\r\n";
+  REQUIRE(registry.configure("coupon", change).empty());
+  const auto t = registry.begin_request("coupon", {}, 0);
+  REQUIRE(t.headers != nullptr);
+  CHECK(*t.headers == "X-Tag: a\r\n");
+  std::string head;
+  append_head(head, 200, 2, true, "application/json", {}, *t.headers);
+  CHECK(head.ends_with("Connection: keep-alive\r\nX-Tag: a\r\n\r\n"));
+}
+
 TEST_CASE("mock control: /__mode keeps its contract", "[mock]") {
   const auto req = control("path=coupon&mode=hang&delay=10ms&whatever=1", control_kind::mode);
   CHECK(req.change.how == mode::hang);
