@@ -71,7 +71,7 @@ TEST_CASE("call bodies: 100-continue, the size limit, and routes without bodies"
     // The interim answer comes before any of the body is sent (the client reader skips interim answers,
     // so it is looked for in the raw bytes).
     std::string received;
-    CHECK_FALSE(client.wait_closed_by_peer(std::chrono::milliseconds(300), &received));
+    CHECK_FALSE(client.wait_closed_by_peer(std::chrono::milliseconds(1000), &received));
     CHECK(received == "HTTP/1.1 100 Continue\r\n\r\n");
     client.send_raw(R"({"a":1.5})");
     const auto r = client.read_response();
