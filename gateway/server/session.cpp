@@ -191,6 +191,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
     const auto started = clock::now();
+    auto received = started;  // the deadline counts from the whole request: after a body, from its end
     if (!read.ok && read.ec == http::error::body_limit && control.reason() == cancel_reason::none) {
       // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the
       // head alone (a framing error, else 404, 405 or 413), and the connection closed without reading it.
@@ -207,6 +208,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
             break;
           read = io.read_request(
               parser, clock::now() + limits.header_timeout, limits.header_timeout, [] {}, yield, true);
+          received = clock::now();
         }
       } else if (r.status == 0) {
         r = ctx.handler->refuse_body(method, target);
@@ -239,7 +241,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     // connection then idles (a few hundred bytes to allocate again for the next request).
     io.release_buffer();
     inbound_request in;
-    in.received = started;
+    in.received = received;
     in.method = method;
     const bool head_only = method == "HEAD";
     in.target = std::string_view(req.target().data(), req.target().size());

@@ -79,17 +79,20 @@ TEST_CASE("call bodies: 100-continue, the size limit, and routes without bodies"
     CHECK(last(mock, "cart")["@body"] == R"({"a":1.5})");
   }
   SECTION("a body over max_body_bytes: 413 from its head, nothing read") {
+    // Only the head is sent: the answer must come without the body (the gateway closes after it, and
+    // unread bytes at that close could reset the connection before the answer is read).
     http_connection client(gw.port());
-    const auto r = client.request("POST", "/api/cart/ann", {}, "{\"a\":\"" + std::string(2000, 'x') + "\"}");
-    CHECK(r.status == 413);
+    client.send_raw("POST /api/cart/ann HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n");
+    CHECK(client.read_response().status == 413);
   }
   SECTION("a chunked body over the limit: 413") {
     http_connection client(gw.port());
     std::string chunk(600, 'x');
     char size[16];
     std::snprintf(size, sizeof size, "%zx", chunk.size());
+    // The second chunk's size line already exceeds what is left of the 1 KiB: sent up to there only.
     client.send_raw("POST /api/cart/ann HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                    std::string(size) + "\r\n" + chunk + "\r\n" + size + "\r\n" + chunk + "\r\n0\r\n\r\n");
+                    std::string(size) + "\r\n" + chunk + "\r\n" + size + "\r\n");
     CHECK(client.read_response().status == 413);
   }
 }
