@@ -200,7 +200,9 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
       const std::string_view target(req.target().data(), req.target().size());
       auto r = framing_refusal(req);
       if (r.status == 0 && ctx.handler->takes_body(method, target)) {
-        if (const auto length = parser.content_length(); length && *length > limits.max_body_bytes) {
+        // The parser refuses a Content-Length over its body limit before it marks the head done.
+        if (!parser.is_header_done() ||
+            (parser.content_length() && *parser.content_length() > limits.max_body_bytes)) {
           r = ctx.handler->refuse_body(method, target, "request body larger than limits.max_body_bytes");
         } else {
           if (iequals(header(req, "Expect"), "100-continue") &&
