@@ -20,28 +20,12 @@ constexpr std::size_t max_fixed_value = 8 * 1024;
 
 // Never passed on nor set by a policy: hop-by-hop fields (RFC 9110 7.6.1), the framing, and what the
 // gateway writes itself.
-constexpr std::array<std::string_view, 18> reserved_names{"connection",
-                                                          "keep-alive",
-                                                          "proxy-connection",
-                                                          "te",
-                                                          "trailer",
-                                                          "transfer-encoding",
-                                                          "upgrade",
-                                                          "content-length",
-                                                          "host",
-                                                          "accept",
-                                                          "expect",
-                                                          "x-request-timeout-ms",
-                                                          "x-request-id",
-                                                          "traceparent",
-                                                          "forwarded",
-                                                          "x-forwarded-for",
-                                                          "x-forwarded-proto",
-                                                          "x-forwarded-host"};
+constexpr std::string_view gateway_fields[] = {
+    "host",        "accept",    "expect",          "x-request-timeout-ms", "x-request-id",
+    "traceparent", "forwarded", "x-forwarded-for", "x-forwarded-proto",    "x-forwarded-host"};
 
 bool reserved(std::string_view name) {
-  return std::any_of(reserved_names.begin(), reserved_names.end(),
-                     [&](std::string_view r) { return iequals(name, r); });
+  return listed_ci(name, hop_by_hop_fields) || listed_ci(name, gateway_fields);
 }
 
 // A name whose value is a credential: shown as "<redacted>" in /config even when written literally.

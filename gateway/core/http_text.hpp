@@ -27,6 +27,21 @@ inline bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Hop-by-hop fields (RFC 9110 7.6.1) and the framing: they describe one connection or one message's
+// bytes, and are never passed from one connection to another.
+inline constexpr std::string_view hop_by_hop_fields[] = {"connection", "keep-alive",    "proxy-connection",
+                                                         "te",         "trailer",       "transfer-encoding",
+                                                         "upgrade",    "content-length"};
+
+// Whether `name` is one of `names` (lower-case), ignoring case.
+template <std::size_t N>
+bool listed_ci(std::string_view name, const std::string_view (&names)[N]) {
+  for (const auto n : names) {
+    if (iequals(name, n)) return true;
+  }
+  return false;
+}
+
 // The reason phrase of a status code ("OK", "Bad Gateway"); "Unknown" for codes not used here.
 std::string_view reason_phrase(unsigned status);
 
