@@ -36,7 +36,6 @@ std::string parse_downstream_url(downstream_settings& d);
 bool valid_name(const std::string& name);
 inline constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
 
-
 // Replaces every ${NAME} in `text` with the environment variable's value. A missing variable or a bad
 // reference is an error; `used` tells whether any value came from the environment.
 bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem);

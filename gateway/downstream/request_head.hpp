@@ -1,8 +1,8 @@
 #pragma once
 // The head of a downstream request, and its body when it has one (Content-Type: application/json and
-// Content-Length, also 0 for a POST, PUT or PATCH without one): the request line, Host, Accept, Accept-Encoding (when the
-// downstream is `compressed`), X-Request-Timeout-Ms (the time left until the call's deadline),
-// X-Request-Id, when the client sent one, traceparent, and the call's own header fields
+// Content-Length, also 0 for a POST, PUT or PATCH without one): the request line, Host, Accept,
+// Accept-Encoding (when the downstream is `compressed`), X-Request-Timeout-Ms (the time left until the call's
+// deadline), X-Request-Id, when the client sent one, traceparent, and the call's own header fields
 // (call_request::headers: the header policy's, the forwarded ones). The parts fixed by the downstream's
 // settings are built once; a call's parts are written straight into its own buffer, without an
 // allocation. Pure: no I/O.

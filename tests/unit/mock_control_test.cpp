@@ -71,10 +71,12 @@ TEST_CASE("mock control: bad /__control queries", "[mock]") {
 }
 
 TEST_CASE("mock control: header fields per path", "[mock]") {
-  auto req = control("path=coupon&header=X-Tag%3A%20a&header=Set-Cookie:ab=1%3B%20Path%3D/&header=X-Ctl:a%01b");
+  auto req =
+      control("path=coupon&header=X-Tag%3A%20a&header=Set-Cookie:ab=1%3B%20Path%3D/&header=X-Ctl:a%01b");
   REQUIRE(req.change.headers);
-  CHECK(*req.change.headers == "X-Tag: a\r\nSet-Cookie: ab=1; Path=/\r\nX-Ctl: a\x01"
-                                  "b\r\n");
+  CHECK(*req.change.headers ==
+        "X-Tag: a\r\nSet-Cookie: ab=1; Path=/\r\nX-Ctl: a\x01"
+        "b\r\n");
   req = control("path=coupon&header=");
   CHECK(req.change.headers == std::string());
   CHECK(control_error("path=coupon&header=bad name:1").starts_with("bad header"));
