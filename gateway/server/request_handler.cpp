@@ -72,6 +72,15 @@ void compress_answer(const compression_settings& settings, std::string_view acce
   r.content_encoding = to_string(coding);
 }
 
+// 204 with `allow` (OPTIONS): no body at all.
+outbound_response no_content(std::string allow, std::string request_id) {
+  outbound_response r;
+  r.status = 204;
+  r.allow = std::move(allow);
+  r.request_id = std::move(request_id);
+  return r;
+}
+
 outbound_response error_response(unsigned status, std::string_view message, std::string request_id) {
   outbound_response r;
   r.status = status;
@@ -161,12 +170,8 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
 outbound_response request_handler::options(const inbound_request& request, std::string request_id) const {
   const auto origin = client_field(request, "origin");
   const auto method = client_field(request, "access-control-request-method");
-  if (request.target == "*") {  // the server as a whole (RFC 9110 9.3.7)
-    auto r = error_response(204, "", std::move(request_id));
-    r.body.clear();
-    r.allow = "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS";
-    return r;
-  }
+  if (request.target == "*")  // the server as a whole (RFC 9110 9.3.7)
+    return no_content("GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS", std::move(request_id));
   if (!origin.empty() && !method.empty()) {
     const auto found = router_.find(method, request.target);
     if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
@@ -184,10 +189,8 @@ outbound_response request_handler::options(const inbound_request& request, std::
   }
   const auto found = router_.find("OPTIONS", request.target);
   if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
-  auto r = error_response(204, "", std::move(request_id));
-  r.body.clear();
-  r.allow = (found.status == 405 ? found.allow + ", " : std::string()) + "OPTIONS";
-  return r;
+  return no_content((found.status == 405 ? found.allow + ", " : std::string()) + "OPTIONS",
+                    std::move(request_id));
 }
 
 outbound_response request_handler::route_request(const inbound_request& request, std::string request_id,
