@@ -294,10 +294,28 @@ struct cors_settings {
   microseconds max_age = std::chrono::minutes(10);
 };
 
+// A pass-through route (`proxy:`): every request it matches goes to one HTTP downstream as it came (any
+// method unless the route names one), its path's matched prefix replaced by `rewrite` when one is given
+// (a downstream's base_path goes first), the query unchanged; request and answer bodies are streamed
+// both ways through buffers of `buffer_bytes` (no body is held whole), chunked or with a length.
+// Client header fields go on except hop-by-hop ones and those in `headers.remove` (the route's header
+// policy: `set` adds, `remove` drops; `forward` is refused, everything is forwarded already), with the
+// forwarded fields (server.forwarded). Connections come from the downstream's own pools.
+struct proxy_settings {
+  std::string downstream;
+  std::size_t downstream_index = 0;  // into gateway_config::downstreams
+  std::optional<std::string> rewrite;
+  microseconds timeout = std::chrono::seconds(30);       // the request sent, the answer's head due within it
+  microseconds idle_timeout = std::chrono::seconds(60);  // no progress either way for this long: ended
+  microseconds connect_timeout{};                        // 0: the downstream's
+  std::size_t max_body_bytes = 0;                        // request body; 0 = unlimited (streamed)
+  std::size_t buffer_bytes = 64 * 1024;                  // per direction, per exchange
+};
+
 struct route_settings {
-  std::string path;       // as written (`path`, or `path_prefix`): the route's name in metrics and logs
-  route_pattern pattern;  // what it matches
-  std::string method = "GET";
+  std::string path;            // as written (`path`, or `path_prefix`): the route's name in metrics and logs
+  route_pattern pattern;       // what it matches
+  std::string method = "GET";  // "*" (a proxy route naming none): any method
   microseconds deadline = milliseconds(800);
   std::vector<param_settings> params;
   response_shape response = response_shape::array;
@@ -310,6 +328,7 @@ struct route_settings {
   bool passes_response_headers = false;
   bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
+  std::optional<proxy_settings> proxy;  // a pass-through route: no calls
 };
 
 struct gateway_config {

@@ -107,11 +107,22 @@ nlohmann::json route_json(const route_settings& r) {
   nlohmann::json j;
   j["path"] = r.path;
   j["method"] = r.method;
+  if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
+  if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
+  if (r.proxy) {
+    const auto& p = *r.proxy;
+    j["proxy"] = {{"downstream", p.downstream},
+                  {"timeout", format_duration(p.timeout)},
+                  {"idle_timeout", format_duration(p.idle_timeout)},
+                  {"max_body_bytes", p.max_body_bytes},
+                  {"buffer_bytes", p.buffer_bytes}};
+    if (p.rewrite) j["proxy"]["rewrite"] = *p.rewrite;
+    if (p.connect_timeout.count() > 0) j["proxy"]["connect_timeout"] = format_duration(p.connect_timeout);
+    return j;
+  }
   j["deadline"] = format_duration(r.deadline);
   j["response"] = r.response == response_shape::array ? "array" : "object";
   if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
-  if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
-  if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
   if (!r.response_headers.empty()) j["response_headers"] = response_headers_json(r.response_headers);
   if (r.cors) {
     j["cors"] = {

@@ -211,6 +211,59 @@ void read_cors(config_parse_state& state, const YAML::Node& node, route_settings
   route.cors = std::move(c);
 }
 
+// A pass-through route's `proxy` section. Its downstream must be HTTP; `rewrite` replaces the matched
+// prefix (or the whole path of an exact route) and must be a path itself.
+void read_proxy(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
+                route_settings& route) {
+  yaml_reader r(node, state.errors, "route.proxy");
+  if (!r.valid()) return;
+  proxy_settings p;
+  if (r.string("downstream", p.downstream, true)) {
+    const auto* target = cfg.find_downstream(p.downstream);
+    if (target == nullptr) {
+      r.error_at("downstream", "unknown downstream '" + p.downstream + "'");
+    } else if (target->kind != downstream_kind::http) {
+      r.error_at("downstream", "a proxy route's downstream must be an HTTP downstream");
+    } else {
+      p.downstream_index = static_cast<std::size_t>(target - cfg.downstreams.data());
+    }
+  }
+  std::string rewrite;
+  if (r.string("rewrite", rewrite)) {
+    if (rewrite.empty() || rewrite.front() != '/' ||
+        rewrite.find_first_of("?# \t\r\n") != std::string::npos ||
+        !char_class::all_of(rewrite, char_class::field_text)) {
+      r.error_at("rewrite", "rewrite must be a path starting with '/' (no query, fragment or spaces)");
+    } else {
+      p.rewrite = std::move(rewrite);
+    }
+  }
+  r.duration("timeout", p.timeout);
+  r.duration("idle_timeout", p.idle_timeout);
+  r.duration("connect_timeout", p.connect_timeout);
+  r.size("max_body_bytes", p.max_body_bytes, 0, std::size_t{1} << 50);
+  r.size("buffer_bytes", p.buffer_bytes, 1024, 16 * 1024 * 1024);
+  r.finish();
+  route.proxy = std::move(p);
+}
+
+// What a proxy route cannot have: calls, parameters, answer fields, CORS (the downstream answers for
+// itself), a header policy's `forward` (every field goes on already).
+void check_proxy_route(yaml_reader& r, const route_settings& route) {
+  if (r.mark_of("calls")) r.error_at("calls", "a proxy route has no calls");
+  if (!route.pattern.names().empty() || route.pattern.has_catch_all())
+    r.error_at("path", "a proxy route's path has no parameters: use path_prefix (with rewrite)");
+  for (const char* key :
+       {"params", "response", "response_headers", "cors", "degraded_reason_field", "deadline"}) {
+    if (r.mark_of(key))
+      r.error_at(key, std::string("a proxy route has no ") + key +
+                          " (its answer is the downstream's; proxy.timeout bounds it)");
+  }
+  if (!route.headers.forward.empty())
+    r.error_at("headers",
+               "a proxy route forwards every client field but hop-by-hop ones: use remove, not forward");
+}
+
 bool read_route(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
                 route_settings& route) {
   yaml_reader r(node, state.errors, "route");
@@ -237,7 +290,13 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
       r.error_at("path_prefix", problem);
     }
   }
-  if (r.string("method", route.method)) {
+  const auto proxy = r.section("proxy");
+  if (!r.string("method", route.method)) {
+    if (proxy) route.method = "*";
+  } else if (proxy) {
+    if (route.method.empty() || !char_class::all_of(route.method, char_class::tchar))
+      r.error_at("method", "'" + route.method + "' is not a method");
+  } else {
     static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
     if (!methods.contains(route.method)) r.error_at("method", "unsupported method '" + route.method + "'");
   }
@@ -257,7 +316,13 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   }
   if (auto p = r.section("params")) read_params(state, *p, route);
   add_path_params(route);
-  if (auto h = r.section("headers")) read_header_policy(state, *h, "route", false, route.headers);
+  if (auto h = r.section("headers")) read_header_policy(state, *h, "route", proxy.has_value(), route.headers);
+  if (proxy) {
+    read_proxy(state, *proxy, cfg, route);
+    check_proxy_route(r, route);
+    r.finish();
+    return true;
+  }
   if (auto c = r.section("cors")) read_cors(state, *c, route);
   if (auto h = r.section("response_headers"))
     read_response_header_policy(state, *h, "route", false, route.response_headers);
@@ -279,8 +344,10 @@ void read_routes(config_parse_state& state, const YAML::Node& node, gateway_conf
     route_settings route;
     if (!read_route(state, item, cfg, route)) continue;
     // Two routes of one method that match the same paths: the second could never answer.
+    // A proxy route of any method ("*") takes every method of its paths.
     const auto clash = std::find_if(cfg.routes.begin(), cfg.routes.end(), [&](const route_settings& other) {
-      return other.method == route.method && route_pattern::same_paths(other.pattern, route.pattern);
+      const bool methods_meet = other.method == route.method || other.method == "*" || route.method == "*";
+      return methods_meet && route_pattern::same_paths(other.pattern, route.pattern);
     });
     if (clash != cfg.routes.end()) {
       yaml_reader::report(state.errors, item,

@@ -144,6 +144,7 @@ const YAML::Node* yaml_reader::find(const std::string& key) {
 }
 
 void yaml_reader::error_at(const std::string& key, const std::string& message) {
+  used_.insert(key);  // reported already: not "unknown" as well
   for (const auto& [k, v] : entries_) {
     if (k.IsScalar() && k.Scalar() == key) {
       report(errors_, v, what_ + "." + key + ": " + message);

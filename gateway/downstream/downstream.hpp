@@ -12,6 +12,7 @@
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
+#include "gateway/downstream/proxy_link.hpp"
 #include "gateway/downstream/stale_cache.hpp"
 
 #include <boost/asio/error.hpp>
@@ -83,6 +84,14 @@ class downstream {
     call_result result;
     result.detail = "internal error";
     return result;
+  }
+  // Pass-through (proxy routes): a connection for one exchange on the caller's I/O thread, from the
+  // downstream's pool there, within `request.ready_by`; null with `why` (a short text for the client and
+  // the log) when none could be had. Runs in the caller's coroutine. Only HTTP downstreams have one.
+  virtual std::unique_ptr<proxy_link> lease(const lease_request& /*request*/,
+                                            boost::asio::yield_context /*yield*/, std::string& why) {
+    why = "not an HTTP downstream";
+    return nullptr;
   }
   // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
   virtual void close_idle(std::size_t worker) = 0;

@@ -34,12 +34,16 @@ std::size_t decimal_size(long long v) {
 
 }  // namespace
 
-request_head::request_head(const downstream_settings& settings) {
+std::string host_field_value(const downstream_settings& settings) {
   // RFC 9110 7.2 / RFC 3986 3.2.2: an IPv6 literal is written in brackets.
   const bool ipv6_literal = settings.host.find(':') != std::string::npos;
   const auto name = ipv6_literal ? "[" + settings.host + "]" : settings.host;
   const std::uint16_t default_port = settings.tls.enabled ? 443 : 80;
-  const auto host = settings.port == default_port ? name : name + ":" + std::to_string(settings.port);
+  return settings.port == default_port ? name : name + ":" + std::to_string(settings.port);
+}
+
+request_head::request_head(const downstream_settings& settings) {
+  const auto host = host_field_value(settings);
   prefix_ = " " + settings.base_path;
   middle_ = " HTTP/1.1\r\nHost: " + host + "\r\nAccept: application/json\r\n";
   if (settings.compressed) middle_ += "Accept-Encoding: gzip, deflate\r\n";

@@ -15,6 +15,10 @@
 
 namespace gateway {
 
+// The Host field's value for a downstream: its host (an IPv6 literal in brackets), with the port unless
+// it is the scheme's default.
+std::string host_field_value(const downstream_settings& settings);
+
 class request_head {
  public:
   explicit request_head(const downstream_settings& settings);

@@ -40,6 +40,12 @@ class call_headers {
   // For each call of `route`; null when no call carries anything (no policy, forwarded: none).
   const call_header_fields* render(const route_settings& route, forwarded_style style,
                                    const client_headers& client, const client_origin& origin);
+  // The forwarded fields alone ("\r\nName: value" each; empty for none), for a pass-through request.
+  std::string_view forwarded(forwarded_style style, const client_headers& client,
+                             const client_origin& origin) {
+    render_forwarded(style, client, origin);
+    return forwarded_;
+  }
 
  private:
   void render_forwarded(forwarded_style style, const client_headers& client, const client_origin& origin);

@@ -126,6 +126,38 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
   }
 }
 
+client_io::body_read client_io::read_body(body_parser& parser, char* out, std::size_t size,
+                                          clock::time_point until, net::yield_context yield) {
+  auto& body = parser.get().body();
+  body.data = out;
+  body.size = size;
+  for (;;) {
+    if (parser.is_done()) return {size - body.size, true, true, {}};
+    if (buffer_.size() > 0) {
+      error_code ec;
+      buffer_.consume(parser.put(buffer_.data(), ec));
+      const auto got = size - body.size;
+      if (parser.is_done()) return {got, true, true, {}};
+      if (ec && ec != http::error::need_more && ec != http::error::need_buffer)
+        return {got, false, false, ec};
+      if (got > 0 || body.size == 0) return {got, false, true, {}};
+    }
+    // As in read_request: read only what epoll has announced, or what a look may still find.
+    if (state_ == state::drained && wait_readable(until, yield) != wait_result::readable)
+      return {0, false, false, {}};
+    const auto got = read_now(socket_, buffer_, 1024);
+    if (got.drained && (exact_ || got.ec == net::error::would_block)) note_drained();
+    if (got.bytes > 0) continue;
+    if (got.ec == net::error::eof) {
+      on(event::input);
+      return {0, false, false, http::error::partial_message};
+    }
+    if (got.ec != net::error::would_block) return {0, false, false, {}};
+    if (state_ != state::drained && wait_readable(until, yield) != wait_result::readable)
+      return {0, false, false, {}};
+  }
+}
+
 void client_io::note_drained() {
   on(event::looked_empty);
   // Reports whatever arrives from now on; after an abort nothing is queued (the next wait must see it).

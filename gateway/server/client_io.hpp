@@ -23,6 +23,7 @@
 #include <boost/asio/spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -52,6 +53,20 @@ class client_io final : read_readiness::listener {
                            clock::duration header_timeout, const std::function<void()>& on_first_byte,
                            boost::asio::yield_context yield, bool with_body = false);
   bool buffered() const { return buffer_.size() > 0; }
+
+  // A request body read piece by piece (pass-through routes): `parser` holds a head read by
+  // read_request(); each call fills up to `size` bytes at `out` with what has arrived (at least one byte
+  // unless the body ends), waiting for input until `until`. `done` once the body has ended (then
+  // nothing more is read). Not ok on a cut body, a malformed chunk, a timeout or a cancel.
+  using body_parser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+  struct body_read {
+    std::size_t bytes = 0;
+    bool done = false;
+    bool ok = true;
+    boost::system::error_code ec;  // a parse error or the body's end cut off (partial_message); else empty
+  };
+  body_read read_body(body_parser& parser, char* out, std::size_t size, clock::time_point until,
+                      boost::asio::yield_context yield);
   // Frees the read buffer while nothing is buffered (it is allocated again for the next request).
   void release_buffer();
 

@@ -144,6 +144,11 @@ int request_handler::route_index(std::string_view method, std::string_view targe
   return found.status == 200 ? static_cast<int>(found.index) : -1;
 }
 
+int request_handler::proxy_route(std::string_view method, std::string_view target) const {
+  const auto found = router_.find(method, target);
+  return found.status == 200 && config_.routes[found.index].proxy ? static_cast<int>(found.index) : -1;
+}
+
 namespace {
 
 std::string client_field(const inbound_request& request, std::string_view name) {

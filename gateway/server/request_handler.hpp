@@ -45,18 +45,25 @@ struct outbound_response {
 };
 
 // Lets the connection cancel the request currently being handled (client gone, shutdown).
+// A pass-through exchange is cancelled through its cancel_source instead of a fan-out.
 class request_control {
  public:
   void attach(fanout* f) { current_ = f; }
-  void detach() { current_ = nullptr; }
+  void attach(cancel_source* s) { source_ = s; }
+  void detach() {
+    current_ = nullptr;
+    source_ = nullptr;
+  }
   void cancel(cancel_reason why) {
     if (reason_ == cancel_reason::none) reason_ = why;
     if (current_) current_->cancel(why);
+    if (source_) source_->request_cancel(why);
   }
   cancel_reason reason() const { return reason_; }
 
  private:
   fanout* current_ = nullptr;
+  cancel_source* source_ = nullptr;
   cancel_reason reason_ = cancel_reason::none;
 };
 
@@ -77,6 +84,9 @@ class request_handler {
                                 std::string_view why = "this route takes no request body") const;
   // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
   int route_index(std::string_view method, std::string_view target) const;
+  // The pass-through route a request takes (its index), -1 when it takes none; its downstream.
+  int proxy_route(std::string_view method, std::string_view target) const;
+  downstream& proxy_target(int route) const { return *targets_[static_cast<std::size_t>(route)].front(); }
 
  private:
   outbound_response route_request(const inbound_request& request, std::string request_id, std::size_t worker,

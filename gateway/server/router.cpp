@@ -49,7 +49,7 @@ route_lookup router::find(std::string_view method, std::string_view target) cons
     const auto& route = routes_[i];
     if (!route.pattern.match(path, captures)) continue;
     // HEAD is GET without the content (RFC 9110 9.3.2): a GET route answers it too.
-    if (route.method == method || (method == "HEAD" && route.method == "GET")) {
+    if (route.method == method || route.method == "*" || (method == "HEAD" && route.method == "GET")) {
       result.status = 200;
       result.index = i;
       result.captures = std::move(captures);

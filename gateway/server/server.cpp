@@ -148,6 +148,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   for (const auto& route : cfg.routes) {
     auto& row = targets.emplace_back();
     for (const auto& call : route.calls) row.push_back(impl_->downstreams.at(call.downstream).get());
+    if (route.proxy) row.push_back(impl_->downstreams.at(route.proxy->downstream).get());
   }
   impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
 

@@ -2,14 +2,16 @@
 
 #include "gateway/core/http_text.hpp"
 #include "gateway/core/memory_budget.hpp"
+#include "gateway/server/beast_headers.hpp"
 #include "gateway/server/client_io.hpp"
+#include "gateway/server/proxy_exchange.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/response_head.hpp"
 
 #include <boost/beast/http/error.hpp>
-#include <boost/range/iterator_range.hpp>
 
 #include <algorithm>
+#include <optional>
 
 #include <iterator>
 
@@ -83,24 +85,6 @@ outbound_response framing_refusal(const http::request<http::string_body>& req) {
   return r;
 }
 
-// The client request's fields for the header policy, read from Beast's message.
-class beast_headers final : public client_headers {
- public:
-  explicit beast_headers(const http::request<http::string_body>& req) : req_(req) {}
-  bool append(std::string_view name, std::string& out, std::string_view separator) const override {
-    bool any = false;
-    for (const auto& field : boost::make_iterator_range(req_.equal_range(name))) {
-      if (any) out += separator;
-      out.append(field.value().data(), field.value().size());
-      any = true;
-    }
-    return any;
-  }
-
- private:
-  const http::request<http::string_body>& req_;
-};
-
 // The peer's address ("10.1.2.3"), and whether it is a trusted proxy; empty when unknown.
 struct peer_info {
   std::string address;
@@ -149,7 +133,9 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   request_control control;
   session_registry::membership listed(*ctx.registry, {&socket, &control});
 
-  auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started) {
+  // `bytes`: of the answer's body, when not r.body (a pass-through answer's).
+  auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
+                    std::size_t bytes = std::string::npos) {
     const auto elapsed = clock::now() - started;
     ctx.metrics->request_done(r.route, method, r.status, elapsed);
     if (!ctx.log) return;
@@ -162,7 +148,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     e.status = r.status;
     e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
     e.degraded = r.degraded;
-    e.bytes = r.body.size();
+    e.bytes = bytes != std::string::npos ? bytes : r.body.size();
     e.client = client;
     ctx.log->write(e);
   };
@@ -172,15 +158,51 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
                    head_only ? std::string_view() : std::string_view(r.body), limits.write_timeout, yield);
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
+  std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
+  // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
+  const auto pass_through = [&](int route, const std::string& method, clock::time_point started) {
+    auto& parser = *current;
+    const auto& req = parser.get();
+    if (auto r = framing_refusal(req); r.status != 0) {
+      send(r, false, method == "HEAD");
+      finish(r, method, started);
+      return false;
+    }
+    const bool over_budget = memory_budget::exhausted();
+    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight || over_budget) {
+      ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+      ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
+      outbound_response r;
+      r.route = route;
+      r.status = 503;
+      r.body = error_body("overloaded: too many requests in flight");
+      r.request_id = make_request_id(header(req, "X-Request-Id"));
+      send(r, false, method == "HEAD");  // the body, if any, is left unread: the connection ends
+      finish(r, method, started);
+      return false;
+    }
+    auto result =
+        run_proxy(io, parser, ctx.config->routes[static_cast<std::size_t>(route)], route,
+                  ctx.handler->proxy_target(route), ctx, {peer.address, peer.trusted}, control, yield);
+    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    auto& r = result.answer;
+    if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
+    r.route = route;
+    r.status = result.status;
+    if (result.status == 499) ctx.metrics->client_disconnect();
+    finish(r, method, started, r.body.empty() ? result.sent_bytes : r.body.size());
+    return result.keep_alive && result.status != 499;
+  };
   bool first_request = true;
   std::string accept_encoding;  // several Accept-Encoding fields joined (rare)
 
   for (;;) {
-    http::request_parser<http::string_body> parser;
+    auto& parser = current.emplace();  // a new one per request (Beast's parsers cannot be reset)
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    // The head is read first; a body only when the route takes one (see below), within max_body_bytes. A
-    // Content-Length above it fails at the head (body_limit), before any of the body is read.
-    parser.body_limit(limits.max_body_bytes);
+    // The head is read first; a body only when the route takes one (see below): within max_body_bytes
+    // for an aggregate route (a Content-Length above it is refused from the head), streamed for a
+    // pass-through route (within its proxy.max_body_bytes).
+    parser.body_limit(boost::none);
     listed.set_idle(!io.buffered());
     // A new connection's first request must start within header_timeout of the accept: a client that
     // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
@@ -192,6 +214,17 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     listed.set_idle(false);
     const auto started = clock::now();
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
+    const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
+    if (head_read && control.reason() == cancel_reason::none) {
+      const auto& req = parser.get();
+      const std::string method(req.method_string().data(), req.method_string().size());
+      const int proxy =
+          ctx.handler->proxy_route(method, std::string_view(req.target().data(), req.target().size()));
+      if (proxy >= 0) {
+        if (!pass_through(proxy, method, started)) break;
+        continue;
+      }
+    }
     if (!read.ok && read.ec == http::error::body_limit && control.reason() == cancel_reason::none) {
       // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the
       // head alone (a framing error, else 404, 405 or 413), and the connection closed without reading it.
@@ -205,6 +238,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
             (parser.content_length() && *parser.content_length() > limits.max_body_bytes)) {
           r = ctx.handler->refuse_body(method, target, "request body larger than limits.max_body_bytes");
         } else {
+          parser.body_limit(limits.max_body_bytes);
           if (iequals(header(req, "Expect"), "100-continue") &&
               !io.send("HTTP/1.1 100 Continue\r\n\r\n", {}, limits.write_timeout, yield))
             break;
@@ -252,7 +286,7 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
     in.body = std::string_view(req.body().data(), req.body().size());
-    const beast_headers fields(req);
+    const beast_headers<http::request<http::string_body>> fields(req);
     in.headers = &fields;
     in.origin = {peer.address, peer.trusted};
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);

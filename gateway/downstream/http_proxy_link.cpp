@@ -1,0 +1,253 @@
+// http_downstream's pass-through connections (proxy_link): an endpoint picked by the worker's lane like an
+// attempt's, a connection from its pool (an idle one, a new one, or a place in its queue), and the bytes
+// of one exchange through it, each wait under a timer. The pool and the lane count the lease like an
+// attempt: in flight until finish(), then judged for ejection and the endpoint's breaker.
+
+#include "gateway/config/tls_client_context.hpp"
+#include "gateway/downstream/http_downstream.hpp"
+#include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/tls_stream.hpp"
+
+#include <openssl/ssl.h>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <cassert>
+#include <optional>
+
+namespace gateway {
+
+namespace net = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// The link reads with Asio's own operations: the readiness watch a pooled connection keeps is told too,
+// and its reports are dropped while the link holds the connection (the pool watches it again once back).
+struct input_read_by_link final : read_readiness::listener {
+  void on_readable(const error_code&) override {}
+};
+input_read_by_link read_by_link;
+
+class pooled_link final : public proxy_link {
+ public:
+  pooled_link(http_lane& lane, http_lane::endpoint& to, const circuit_breaker::ticket& ticket,
+              cancel_source& cancel)
+      : lane_(lane),
+        to_(to),
+        ticket_(ticket),
+        cancel_(cancel),
+        timer_(lane.executor()),
+        alive_(std::make_shared<pooled_link*>(this)) {}
+  pooled_link(const pooled_link&) = delete;
+  pooled_link& operator=(const pooled_link&) = delete;
+  ~pooled_link() override {
+    *alive_ = nullptr;
+    if (!finished_) finish(false, true);
+  }
+
+  // A connection: idle, new, or handed over by the pool's queue; false with `why` when none by `ready_by`.
+  bool acquire(const lease_request& request, net::yield_context yield, std::string& why);
+
+  io_result write(std::string_view first, std::string_view second, clock::time_point until,
+                  net::yield_context yield) override {
+    const std::array<net::const_buffer, 2> pieces{net::buffer(first.data(), first.size()),
+                                                  net::buffer(second.data(), second.size())};
+    return run(until, [&](error_code& ec) {
+      return conn_->tls ? net::async_write(conn_->tls->stream, pieces, yield[ec])
+                        : net::async_write(conn_->socket, pieces, yield[ec]);
+    });
+  }
+
+  io_result read_some(char* out, std::size_t max, clock::time_point until,
+                      net::yield_context yield) override {
+    auto r = run(until, [&](error_code& ec) {
+      return conn_->tls ? conn_->tls->stream.async_read_some(net::buffer(out, max), yield[ec])
+                        : conn_->socket.async_read_some(net::buffer(out, max), yield[ec]);
+    });
+    // TLS 1.3 tickets come after the handshake: a new connection's first reads have them.
+    if (conn_->tls && !conn_->reused) conn_->pool.keep_tls_session(conn_->tls->stream.native_handle());
+    return r;
+  }
+
+  void finish(bool reusable, bool failed) override {
+    assert(!finished_);
+    finished_ = true;
+    const auto now = clock::now();
+    if (conn_) {
+      auto& pool = conn_->pool;
+      if (reusable && !failed) {
+        pool.release(std::move(conn_), now);
+      } else {
+        pool.discard(std::move(conn_));
+      }
+    }
+    lane_.attempt_ended(to_, ticket_, failed, !failed, now);
+  }
+
+  bool reused() const override { return conn_ && conn_->reused; }
+
+ private:
+  // Runs one operation of the connection's (`op` yields) under the timer for `until` and the exchange's
+  // cancellation; either closes nothing but cancels the socket's operations.
+  template <class Op>
+  io_result run(clock::time_point until, Op&& op) {
+    if (cancel_.cancelled()) return {0, status::cancelled};
+    if (!conn_) return {0, status::failed};
+    timed_out_ = false;
+    const auto turn = ++turns_;
+    timer_.expires_at(until);
+    timer_.async_wait([alive = alive_, turn](const error_code& ec) {
+      if (ec || *alive == nullptr) return;
+      auto& self = **alive;
+      if (self.turns_ != turn) return;  // due as the operation ended: it has already returned
+      self.timed_out_ = true;
+      error_code ignored;
+      self.conn_->socket.cancel(ignored);
+    });
+    cancel_source::scoped_hook hook(cancel_, [this] {
+      error_code ignored;
+      if (conn_) conn_->socket.cancel(ignored);
+    });
+    error_code ec;
+    const std::size_t bytes = op(ec);
+    ++turns_;
+    timer_.cancel();
+    if (!ec) return {bytes, status::ok};
+    if (timed_out_) return {bytes, status::timed_out};
+    if (cancel_.cancelled()) return {bytes, status::cancelled};
+    if (ec == net::error::eof) return {bytes, status::eof};
+    return {bytes, status::failed};
+  }
+
+  bool connect(clock::time_point until, net::yield_context yield, std::string& why);
+
+  http_lane& lane_;
+  http_lane::endpoint& to_;
+  circuit_breaker::ticket ticket_;
+  cancel_source& cancel_;
+  net::steady_timer timer_;
+  connection_pool::handle conn_;
+  std::uint64_t turns_ = 0;  // numbers the operations, for a timer's handler that runs late
+  bool timed_out_ = false;
+  bool finished_ = false;
+  std::shared_ptr<pooled_link*> alive_;  // null once destroyed: the timer's handler may still be queued
+};
+
+bool pooled_link::acquire(const lease_request& request, net::yield_context yield, std::string& why) {
+  auto& pool = to_.pool;
+  if (!request.fresh) {
+    while (auto conn = pool.take_idle(clock::now())) {
+      if (conn->stale) {
+        pool.discard(std::move(conn));
+        continue;
+      }
+      conn_ = std::move(conn);
+      conn_->user = &read_by_link;
+      return true;
+    }
+  }
+  if (!pool.reserve_slot(request.fresh)) {
+    // At the pool's cap: wait in its queue for a connection or a slot, by ready_by.
+    net::steady_timer timer(pool.executor(), request.ready_by);
+    connection_pool::waiter waiter{&timer, nullptr, false};
+    pool.enqueue(waiter);
+    {
+      cancel_source::scoped_hook hook(cancel_, [&timer] { timer.cancel(); });
+      error_code ignored;
+      if (!cancel_.cancelled()) timer.async_wait(yield[ignored]);
+    }
+    pool.dequeue(waiter);
+    if (waiter.conn && !cancel_.cancelled() && !waiter.conn->stale) {
+      conn_ = std::move(waiter.conn);
+      conn_->user = &read_by_link;
+      return true;
+    }
+    if (waiter.conn && waiter.conn->stale) {  // closed while handed over: its slot for a new one
+      pool.discard(std::move(waiter.conn));
+      if (cancel_.cancelled() || !pool.reserve_slot(false)) {
+        why = cancel_.cancelled() ? "cancelled" : "no connection to the downstream free in time";
+        return false;
+      }
+    } else if (waiter.conn) {  // cancelled: the connection goes on to the next waiter
+      pool.release(std::move(waiter.conn), clock::now());
+      why = "cancelled";
+      return false;
+    } else if (!waiter.slot_freed) {
+      why = cancel_.cancelled() ? "cancelled" : "no connection to the downstream free in time";
+      return false;
+    } else {
+      pool.claim_freed_slot();
+      if (cancel_.cancelled()) {
+        pool.release_slot();
+        why = "cancelled";
+        return false;
+      }
+    }
+  }
+  conn_ = pool.open();
+  return connect(request.ready_by, yield, why);
+}
+
+bool pooled_link::connect(clock::time_point until, net::yield_context yield, std::string& why) {
+  auto r = run(until, [&](error_code& ec) {
+    conn_->socket.async_connect(conn_->remote, yield[ec]);
+    return std::size_t{0};
+  });
+  if (!r.ok()) {
+    why = r.how == status::timed_out   ? "connect timed out"
+          : r.how == status::cancelled ? "cancelled"
+                                       : "connect failed";
+    return false;
+  }
+  error_code ignored;
+  conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
+  report_input_left(conn_->socket);
+  conn_->user = &read_by_link;
+  if (!conn_->readiness.waiting())
+    conn_->readiness.wait(*conn_);  // the pool's watch, from connect to close, as on an attempt's connection
+  auto& pool = conn_->pool;
+  if (pool.tls() == nullptr) return true;
+  const auto& context = *pool.tls();
+  conn_->tls = std::make_unique<tls_stream>(conn_->socket, context.native());
+  SSL* ssl = conn_->tls->stream.native_handle();
+  if (!context.prepare(ssl)) {
+    why = "TLS setup failed";
+    return false;
+  }
+  if (SSL_SESSION* session = pool.tls_session()) SSL_set_session(ssl, session);
+  r = run(until, [&](error_code& ec) {
+    conn_->tls->stream.async_handshake(net::ssl::stream_base::client, yield[ec]);
+    return std::size_t{0};
+  });
+  if (!r.ok()) {
+    why = r.how == status::timed_out   ? "TLS handshake timed out"
+          : r.how == status::cancelled ? "cancelled"
+                                       : "TLS handshake failed";
+    return false;
+  }
+  pool.count_handshake(SSL_session_reused(ssl) == 1);
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<proxy_link> http_downstream::lease(const lease_request& request, net::yield_context yield,
+                                                   std::string& why) {
+  auto& lane = *lanes_.at(request.worker);
+  const auto choice = lane.pick(clock::now(), nullptr);
+  if (choice.to == nullptr) {
+    why = choice.refused ? "circuit open" : "downstream address not resolved yet";
+    return nullptr;
+  }
+  auto link = std::make_unique<pooled_link>(lane, *choice.to, choice.ticket, *request.cancel);
+  if (!link->acquire(request, yield, why)) {
+    // Not the endpoint's failure when it was only busy, or the exchange was cancelled.
+    const bool failed = why != "cancelled" && why != "no connection to the downstream free in time";
+    link->finish(false, failed);
+    return nullptr;
+  }
+  return link;
+}
+
+}  // namespace gateway

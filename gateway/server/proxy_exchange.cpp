@@ -1,0 +1,544 @@
+#include "gateway/server/proxy_exchange.hpp"
+
+#include "gateway/core/char_class.hpp"
+#include "gateway/core/http_text.hpp"
+#include "gateway/downstream/request_head.hpp"
+#include "gateway/server/beast_headers.hpp"
+#include "gateway/server/call_headers.hpp"
+#include "gateway/server/router.hpp"
+
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace gateway {
+
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+std::string_view view(boost::beast::string_view s) {
+  return {s.data(), s.size()};
+}
+
+// Whether a Connection field of `fields` names `name` (those fields are hop-by-hop too, RFC 9110 7.6.1).
+template <class Fields>
+bool named_by_connection(const Fields& fields, std::string_view name) {
+  for (const auto& field : boost::make_iterator_range(fields.equal_range(http::field::connection))) {
+    std::string_view list = view(field.value());
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      auto token = list.substr(0, comma);
+      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+      if (iequals(token, name)) return true;
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
+template <class Fields>
+bool hop_by_hop(const Fields& fields, std::string_view name) {
+  return listed_ci(name, hop_by_hop_fields) || named_by_connection(fields, name);
+}
+
+// Client fields the gateway writes itself on a pass-through request (or, for Expect, answers itself).
+constexpr std::string_view own_request_fields[] = {"host", "expect", "x-request-id"};
+constexpr std::string_view forwarded_fields[] = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
+                                                 "forwarded"};
+
+bool idempotent(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" ||
+         method == "DELETE" || method == "TRACE";
+}
+
+void append_hex(std::string& out, std::size_t n) {
+  std::array<char, 20> digits{};
+  std::size_t i = digits.size();
+  do {
+    digits[--i] = "0123456789abcdef"[n & 15];
+    n >>= 4;
+  } while (n != 0);
+  out.append(digits.data() + i, digits.size() - i);
+}
+
+// The downstream request's target: the downstream's base path, the path with the route's prefix
+// replaced by `rewrite` (an exact route: the whole path), the query as sent.
+std::string forwarded_target(const route_settings& route, const downstream_settings& to,
+                             std::string_view target) {
+  const auto path = target_path(target);
+  const auto query_at = target.find('?');
+  std::string out = to.base_path;
+  if (!route.proxy->rewrite) {
+    out += path;
+  } else {
+    const auto& rewrite = *route.proxy->rewrite;
+    std::string_view rest;
+    if (route.pattern.type() == route_pattern::kind::prefix && path.size() >= route.pattern.text().size())
+      rest = path.substr(route.pattern.text().size());
+    out += rewrite;
+    if (!rest.empty() && rest.front() == '/' && !rewrite.empty() && rewrite.back() == '/')
+      rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() != '/' && (rewrite.empty() || rewrite.back() != '/')) out += '/';
+    out += rest;
+  }
+  if (query_at != std::string_view::npos) out += target.substr(query_at);
+  return out;
+}
+
+// Cuts a body read through a fixed buffer into pieces the other side gets with its own framing.
+class body_framing {
+ public:
+  explicit body_framing(bool chunked) : chunked_(chunked) {}
+  // The bytes to write before a piece of `n` bytes (a chunk's size line, after the last chunk's CRLF).
+  std::string_view before(std::size_t n) {
+    prefix_.clear();
+    if (!chunked_) return prefix_;
+    if (any_) prefix_ += "\r\n";
+    append_hex(prefix_, n);
+    prefix_ += "\r\n";
+    any_ = true;
+    return prefix_;
+  }
+  // What ends the body (the last chunk); empty without chunks.
+  std::string_view end() {
+    prefix_.clear();
+    if (!chunked_) return prefix_;
+    if (any_) prefix_ += "\r\n";
+    prefix_ += "0\r\n\r\n";
+    return prefix_;
+  }
+
+ private:
+  bool chunked_;
+  bool any_ = false;
+  std::string prefix_;
+};
+
+// The exchange's state shared by its steps.
+class exchange {
+ public:
+  exchange(client_io& io, const route_settings& route, int route_index, downstream& target,
+           const session_context& ctx, request_control& control, boost::asio::yield_context yield)
+      : io_(io),
+        route_(route),
+        settings_(*route.proxy),
+        to_(ctx.config->downstreams[settings_.downstream_index]),
+        route_index_(route_index),
+        target_(target),
+        ctx_(ctx),
+        control_(control),
+        yield_(yield),
+        buffer_(std::max<std::size_t>(settings_.buffer_bytes, 2048)) {
+    control_.attach(&cancel_);
+  }
+  ~exchange() { control_.detach(); }
+
+  proxy_result run(http::request_parser<http::string_body>& head_parser, const client_origin& origin);
+
+ private:
+  using clock_point = clock::time_point;
+  clock_point idle_deadline() const { return clock::now() + settings_.idle_timeout; }
+  std::string request_head(const http::request<http::buffer_body>& req, const client_headers& client,
+                           const client_origin& origin, bool has_body, bool chunked);
+  std::unique_ptr<proxy_link> connect(bool fresh, proxy_result& result);
+  bool send_body(client_io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
+  bool relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
+                    proxy_result& result);
+  void fail(proxy_result& result, unsigned status, std::string_view why);
+  void gone(proxy_result& result);
+
+  client_io& io_;
+  const route_settings& route_;
+  const proxy_settings& settings_;
+  const downstream_settings& to_;
+  int route_index_;
+  downstream& target_;
+  const session_context& ctx_;
+  request_control& control_;
+  boost::asio::yield_context yield_;
+  cancel_source cancel_;
+  std::vector<char> buffer_;  // first half: bytes read; second half: a body piece parsed out of them
+  std::string request_id_;
+  bool head_sent_ = false;  // the downstream's answer head reached the client
+};
+
+// The client left (or stopped reading or sending): nothing more goes to it.
+void exchange::gone(proxy_result& result) {
+  result.status = 499;
+  result.answer.status = 0;
+  result.keep_alive = false;
+}
+
+void exchange::fail(proxy_result& result, unsigned status, std::string_view why) {
+  if (cancel_.reason() == cancel_reason::client_gone || io_.peer_closed()) return gone(result);
+  if (head_sent_) {  // too late for an answer of the gateway's: the client sees the connection end
+    result.keep_alive = false;
+    return;
+  }
+  if (cancel_.reason() == cancel_reason::shutdown) status = 503;
+  result.answer.route = route_index_;
+  result.answer.status = status;
+  result.answer.body = error_body(why);
+  result.answer.request_id = request_id_;
+  result.status = status;
+  result.keep_alive = false;  // the request's body may be partly unread, or the client's side unknown
+}
+
+std::string exchange::request_head(const http::request<http::buffer_body>& req, const client_headers& client,
+                                   const client_origin& origin, bool has_body, bool chunked) {
+  const auto& policy = route_.headers;
+  const auto removed = [&](std::string_view name) {
+    return std::any_of(policy.remove.begin(), policy.remove.end(),
+                       [&](const std::string& n) { return iequals(n, name); }) ||
+           std::any_of(policy.set.begin(), policy.set.end(),
+                       [&](const header_policy::fixed& f) { return iequals(f.name, name); });
+  };
+  call_headers forwarding;
+  const auto forwarded = forwarding.forwarded(ctx_.config->server.forwarded, client, origin);
+  std::string head;
+  head.reserve(512);
+  head.append(view(req.method_string())).append(" ");
+  head += forwarded_target(route_, to_, view(req.target()));
+  head.append(" HTTP/1.1\r\nHost: ").append(host_field_value(to_));
+  for (const auto& field : req) {
+    const auto name = view(field.name_string());
+    if (hop_by_hop(req, name) || listed_ci(name, own_request_fields) || removed(name)) continue;
+    if (!forwarded.empty() && listed_ci(name, forwarded_fields)) continue;
+    head.append("\r\n").append(name).append(": ").append(view(field.value()));
+  }
+  for (const auto& f : policy.set) head.append("\r\n").append(f.name).append(": ").append(f.value);
+  // The forwarded fields, but those the policy removes.
+  std::string_view rest = forwarded;
+  while (!rest.empty()) {
+    const auto next = rest.find("\r\n", 2);
+    const auto field = rest.substr(0, next);
+    if (!removed(field.substr(2, field.find(':') - 2))) head += field;
+    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+  }
+  head.append("\r\nX-Request-Id: ").append(request_id_);
+  if (chunked) {
+    head += "\r\nTransfer-Encoding: chunked";
+  } else if (has_body || (req.method() == http::verb::post || req.method() == http::verb::put ||
+                          req.method() == http::verb::patch)) {
+    head.append("\r\nContent-Length: ").append(std::to_string(req.payload_size().value_or(0)));
+  }
+  head += "\r\n\r\n";
+  return head;
+}
+
+std::unique_ptr<proxy_link> exchange::connect(bool fresh, proxy_result& result) {
+  const auto connect_timeout =
+      settings_.connect_timeout.count() > 0 ? settings_.connect_timeout : to_.connect_timeout;
+  std::string why;
+  auto link = target_.lease({ctx_.worker, clock::now() + connect_timeout, &cancel_, fresh}, yield_, why);
+  if (!link) {
+    const bool busy = why == "circuit open" || why == "no connection to the downstream free in time";
+    fail(result,
+         busy                                         ? 503
+         : why.find("timed out") != std::string::npos ? 504
+                                                      : 502,
+         "downstream '" + to_.name + "': " + why);
+  }
+  return link;
+}
+
+// Streams the client's body to the downstream: read into the buffer's second half, written with the
+// request's framing. False when either side failed (`result` then says what the client gets).
+bool exchange::send_body(client_io::body_parser& parser, proxy_link& link, bool chunked,
+                         proxy_result& result) {
+  body_framing framing(chunked);
+  char* piece = buffer_.data() + buffer_.size() / 2;
+  const std::size_t room = buffer_.size() - buffer_.size() / 2;
+  std::uint64_t total = 0;
+  for (;;) {
+    const auto got = io_.read_body(parser, piece, room, idle_deadline(), yield_);
+    if (!got.ok) {
+      if (got.ec && got.ec != http::error::partial_message) {
+        fail(result, got.ec == http::error::body_limit ? 413 : 400,
+             got.ec == http::error::body_limit ? "request body larger than proxy.max_body_bytes"
+                                               : "malformed request body");
+      } else {
+        gone(result);  // the client went away, or stalled past idle_timeout
+      }
+      return false;
+    }
+    total += got.bytes;
+    if (got.bytes > 0) {
+      const auto w =
+          link.write(framing.before(got.bytes), std::string_view(piece, got.bytes), idle_deadline(), yield_);
+      if (!w.ok()) {
+        fail(result, w.how == proxy_link::status::timed_out ? 504 : 502,
+             "downstream stopped taking the request body");
+        return false;
+      }
+    }
+    if (got.done) break;
+  }
+  if (chunked) {
+    const auto w = link.write(framing.end(), {}, idle_deadline(), yield_);
+    if (!w.ok()) {
+      fail(result, 502, "downstream stopped taking the request body");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
+// body piece by piece. False when the exchange failed (before the head went out: `result.answer`).
+bool exchange::relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
+                            proxy_result& result) {
+  char* in = buffer_.data();
+  const std::size_t in_room = buffer_.size() / 2;
+  char* out = buffer_.data() + in_room;
+  const std::size_t out_room = buffer_.size() - in_room;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  const bool head_request = req.method() == http::verb::head;
+  const auto head_due = clock::now() + settings_.timeout;
+  const auto exchange_started = clock::now();
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  bool any_answer = false;
+
+  // Reads more into the first half (keeping what is still unparsed at its front); the result's status.
+  const auto read_more = [&](clock::time_point until) {
+    if (begin > 0) {
+      std::memmove(in, in + begin, end - begin);
+      end -= begin;
+      begin = 0;
+    }
+    if (end == in_room) return proxy_link::status::failed;  // a line longer than the buffer
+    const auto r = link.read_some(in + end, in_room - end, until, yield_);
+    end += r.bytes;
+    if (r.bytes > 0) any_answer = true;
+    return r.bytes > 0 ? proxy_link::status::ok : r.how;
+  };
+
+  // The head (after any 1xx heads).
+  for (;;) {
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(ctx_.config->limits.max_header_bytes));
+    parser->body_limit(boost::none);
+    parser->eager(false);
+    if (head_request) parser->skip(true);
+    for (;;) {
+      if (end > begin) {
+        error_code ec;
+        begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
+        if (parser->is_header_done()) break;
+        if (ec && ec != http::error::need_more) {
+          fail(result, 502, "downstream answer is not valid HTTP");
+          return false;
+        }
+      }
+      const auto how = read_more(head_due);
+      if (how == proxy_link::status::ok) continue;
+      const bool retry_worthy = !any_answer && link.reused();
+      if (retry_worthy && how != proxy_link::status::timed_out && how != proxy_link::status::cancelled) {
+        result.status = 0;  // the caller may try once more on a new connection
+        result.answer.status = 0;
+        return false;
+      }
+      if (how == proxy_link::status::eof && end > begin) {
+        fail(result, 502, "downstream answer is not valid HTTP");
+      } else {
+        fail(result, how == proxy_link::status::timed_out ? 504 : 502,
+             how == proxy_link::status::timed_out ? "downstream answer timed out"
+                                                  : "downstream closed the connection");
+      }
+      ctx_.metrics->call_done(
+          settings_.downstream_index,
+          how == proxy_link::status::timed_out ? call_outcome::timeout : call_outcome::error,
+          clock::now() - exchange_started);
+      return false;
+    }
+    const auto status = parser->get().result_int();
+    if (status >= 200 || status == 101) break;
+    // An interim answer: passed on to an HTTP/1.1 client (a 100 only when the client asked for one).
+    if (req.version() >= 11 && (status != 100 || req.find(http::field::expect) != req.end())) {
+      std::string interim =
+          "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason_phrase(status)) + "\r\n";
+      for (const auto& field : parser->get()) {
+        const auto name = view(field.name_string());
+        if (!hop_by_hop(parser->get(), name))
+          interim.append(name).append(": ").append(view(field.value())).append("\r\n");
+      }
+      interim += "\r\n";
+      if (!io_.send(interim, {}, settings_.idle_timeout, yield_)) {
+        gone(result);
+        return false;
+      }
+    }
+  }
+  const auto& answer = parser->get();
+  const unsigned status = answer.result_int();
+  ctx_.metrics->call_done(settings_.downstream_index, status >= 500 ? call_outcome::error : call_outcome::ok,
+                          clock::now() - exchange_started);
+  if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
+    fail(result, 502, "downstream switched protocols unasked");
+    return false;
+  }
+
+  // The answer's framing towards the client.
+  const bool bodiless = head_request || status == 204 || status == 304;
+  const auto length = parser->content_length();
+  const bool to_end = !bodiless && !length && !parser->chunked();  // ends with the connection
+  const bool chunk_out = !bodiless && !length && req.version() >= 11;
+  bool keep_alive = req.keep_alive() && request_whole && !ctx_.state->closing &&
+                    (bodiless || length || chunk_out) &&
+                    !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " ";
+  const auto reason = view(answer.reason());
+  head += !reason.empty() && char_class::all_of(reason, char_class::field_text)
+              ? std::string(reason)
+              : std::string(reason_phrase(status));
+  head += "\r\n";
+  bool has_request_id = false;
+  for (const auto& field : answer) {
+    const auto name = view(field.name_string());
+    // A HEAD or 304 answer's Content-Length describes the body a GET would get: it stays.
+    const bool length_stays = bodiless && status != 204 && iequals(name, "content-length");
+    if (!length_stays && hop_by_hop(answer, name)) continue;
+    if (iequals(name, "x-request-id")) has_request_id = true;
+    head.append(name).append(": ").append(view(field.value())).append("\r\n");
+  }
+  if (!has_request_id) head.append("X-Request-Id: ").append(request_id_).append("\r\n");
+  if (!bodiless && length) head.append("Content-Length: ").append(std::to_string(*length)).append("\r\n");
+  if (chunk_out) head += "Transfer-Encoding: chunked\r\n";
+  if (!keep_alive) head += "Connection: close\r\n";
+  head += "\r\n";
+  if (!io_.send(head, {}, settings_.idle_timeout, yield_)) {
+    gone(result);
+    return false;
+  }
+  head_sent_ = true;
+  result.status = status;
+
+  // The body, piece by piece: parsed out of the first half into the second, written with the client's
+  // framing.
+  body_framing framing(chunk_out);
+  parser->eager(true);
+  while (!parser->is_done()) {
+    auto& body = parser->get().body();
+    body.data = out;
+    body.size = out_room;
+    error_code ec;
+    if (end > begin) {
+      begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
+      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+    }
+    if (ec) {
+      fail(result, 502, "");
+      return false;
+    }
+    const std::size_t produced = out_room - body.size;
+    if (produced > 0) {
+      if (!io_.send(framing.before(produced), std::string_view(out, produced), settings_.idle_timeout,
+                    yield_)) {
+        cancel_.request_cancel(cancel_reason::client_gone);
+        gone(result);
+        return false;
+      }
+      result.sent_bytes += produced;
+      continue;
+    }
+    if (parser->is_done()) break;
+    const auto how = read_more(idle_deadline());
+    if (how == proxy_link::status::ok) continue;
+    if (how == proxy_link::status::eof && to_end) {
+      parser->put_eof(ec);
+      break;
+    }
+    fail(result, 502, "");  // cut: the client's connection ends without a forged end of body
+    return false;
+  }
+  if (chunk_out && !io_.send(framing.end(), {}, settings_.idle_timeout, yield_)) {
+    gone(result);
+    return false;
+  }
+  result.keep_alive = keep_alive && !to_end;
+  // Nothing may follow the answer on a connection that goes back to the pool.
+  const bool reusable = !to_end && parser->keep_alive() && begin == end && request_whole;
+  link.finish(reusable, false);
+  return true;
+}
+
+proxy_result exchange::run(http::request_parser<http::string_body>& head_parser,
+                           const client_origin& origin) {
+  proxy_result result;
+  client_io::body_parser parser(std::move(head_parser));
+  parser.body_limit(settings_.max_body_bytes == 0 ? boost::optional<std::uint64_t>()
+                                                  : boost::optional<std::uint64_t>(settings_.max_body_bytes));
+  parser.eager(true);
+  const auto& req = parser.get();
+  request_id_ = make_request_id(view(req["X-Request-Id"]));
+  result.answer.request_id = request_id_;
+  const bool has_body = !parser.is_done();
+  const bool chunked = has_body && parser.chunked();
+  if (settings_.max_body_bytes != 0 && parser.content_length() &&
+      *parser.content_length() > settings_.max_body_bytes) {
+    fail(result, 413, "request body larger than proxy.max_body_bytes");
+    return result;
+  }
+  const beast_headers<http::request<http::buffer_body>> client(req);
+  const auto head = request_head(req, client, origin, has_body, chunked);
+  const bool may_retry = !has_body && idempotent(view(req.method_string()));
+
+  for (int attempt = 0;; ++attempt) {
+    auto link = connect(attempt > 0, result);
+    if (!link) return result;
+    const auto w = link->write(head, {}, idle_deadline(), yield_);
+    if (!w.ok()) {
+      if (may_retry && attempt == 0 && link->reused() && w.how != proxy_link::status::cancelled) continue;
+      fail(result, w.how == proxy_link::status::timed_out ? 504 : 502, "downstream took no request");
+      return result;
+    }
+    if (has_body) {
+      // The client waits for this before it sends its body (RFC 9110 10.1.1).
+      if (req.version() >= 11 && iequals(view(req[http::field::expect]), "100-continue") &&
+          !io_.send("HTTP/1.1 100 Continue\r\n\r\n", {}, settings_.idle_timeout, yield_)) {
+        gone(result);
+        return result;
+      }
+      if (!send_body(parser, *link, chunked, result)) {
+        link->finish(false, false);
+        return result;
+      }
+    }
+    // From here the client is watched: one that leaves cancels the exchange.
+    io_.watch_peer([this] { control_.cancel(cancel_reason::client_gone); });
+    const bool relayed = relay_answer(*link, req, parser.is_done(), result);
+    io_.stop_watch();
+    if (relayed) return result;
+    if (result.status == 0 && result.answer.status == 0 && may_retry && attempt == 0) {
+      link->finish(false, false);
+      continue;  // a reused connection the downstream had closed: once more on a new one
+    }
+    const bool downstream_failed = result.status == 502 || result.status == 504;
+    link->finish(false, downstream_failed);
+    if (result.status == 0 && result.answer.status == 0)
+      fail(result, 502, "downstream closed the connection");
+    return result;
+  }
+}
+
+}  // namespace
+
+proxy_result run_proxy(client_io& io, http::request_parser<http::string_body>& parser,
+                       const route_settings& route, int route_index, downstream& target,
+                       const session_context& ctx, const client_origin& origin, request_control& control,
+                       boost::asio::yield_context yield) {
+  exchange x(io, route, route_index, target, ctx, control, yield);
+  return x.run(parser, origin);
+}
+
+}  // namespace gateway

@@ -1,0 +1,52 @@
+#pragma once
+// A pass-through route's exchange (route_settings::proxy), run by the connection's coroutine once the
+// request's head is read: the request goes to the route's downstream with its method, rewritten path,
+// the client's end-to-end fields (the route's header policy applied, the forwarded fields set) and its
+// body streamed as it arrives; the downstream's answer comes back the same way, head first, then the body
+// piece by piece. Each direction goes through one buffer of proxy.buffer_bytes (half for what is read,
+// half for what is written), so an upload or download of any size costs the gateway a fixed amount.
+//
+// Framing is the gateway's own on each side (RFC 9112): a body with a Content-Length keeps it; a chunked
+// one, or one that ends with the downstream's connection, goes to an HTTP/1.1 client chunked (to an
+// HTTP/1.0 client, until the close). Hop-by-hop fields (and those a Connection field names) are never
+// passed on. `Expect: 100-continue` is answered by the gateway once the downstream has the request's head;
+// 1xx answers of the downstream (but 101) reach an HTTP/1.1 client.
+//
+// Times: the connection must be ready within proxy.connect_timeout (the downstream's by default); the
+// answer's head must arrive within proxy.timeout after the request was sent whole; every other wait
+// (reading or writing a piece either way) within proxy.idle_timeout. Until the answer's head has gone to
+// the client, a failure gets an answer from the gateway (502, 503 or 504, JSON, as for aggregate routes);
+// after it, the client connection is closed (a cut body, never a forged end).
+//
+// While waiting for the downstream, the client connection is watched: a client that goes away cancels
+// the exchange (`control`, also fired by the shutdown). A reused pooled connection that fails before any
+// of the answer is replaced once, for a request without a body whose method is idempotent.
+
+#include "gateway/downstream/downstream.hpp"
+#include "gateway/server/call_headers.hpp"
+#include "gateway/server/client_io.hpp"
+#include "gateway/server/request_handler.hpp"
+#include "gateway/server/session_context.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace gateway {
+
+struct proxy_result {
+  // The answer the gateway owes when the exchange failed before the downstream's head went out (status
+  // 0: the downstream's answer was sent, or nothing can be sent). Its status goes to the log either way.
+  outbound_response answer;
+  unsigned status = 0;           // sent to the client: the downstream's, the gateway's, or 499 (client gone)
+  std::uint64_t sent_bytes = 0;  // answer body bytes written to the client
+  bool keep_alive = false;       // the connection may take another request
+};
+
+// `parser` holds the request's head (its body unread), its framing checked; `route` is a proxy route.
+proxy_result run_proxy(client_io& io,
+                       boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
+                       const route_settings& route, int route_index, downstream& target,
+                       const session_context& ctx, const client_origin& origin, request_control& control,
+                       boost::asio::yield_context yield);
+
+}  // namespace gateway
