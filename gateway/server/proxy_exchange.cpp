@@ -148,7 +148,7 @@ class exchange {
   using clock_point = clock::time_point;
   clock_point idle_deadline() const { return clock::now() + settings_.idle_timeout; }
   std::string request_head(const http::request<http::buffer_body>& req, const client_headers& client,
-                           const client_origin& origin, bool has_body, bool chunked);
+                           const client_origin& origin, bool has_body, bool chunked, std::uint64_t length);
   std::unique_ptr<proxy_link> connect(bool fresh, proxy_result& result);
   bool send_body(client_io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
   bool relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
@@ -194,7 +194,8 @@ void exchange::fail(proxy_result& result, unsigned status, std::string_view why)
 }
 
 std::string exchange::request_head(const http::request<http::buffer_body>& req, const client_headers& client,
-                                   const client_origin& origin, bool has_body, bool chunked) {
+                                   const client_origin& origin, bool has_body, bool chunked,
+                                   std::uint64_t length) {
   const auto& policy = route_.headers;
   const auto removed = [&](std::string_view name) {
     return std::any_of(policy.remove.begin(), policy.remove.end(),
@@ -229,7 +230,7 @@ std::string exchange::request_head(const http::request<http::buffer_body>& req, 
     head += "\r\nTransfer-Encoding: chunked";
   } else if (has_body || (req.method() == http::verb::post || req.method() == http::verb::put ||
                           req.method() == http::verb::patch)) {
-    head.append("\r\nContent-Length: ").append(std::to_string(req.payload_size().value_or(0)));
+    head.append("\r\nContent-Length: ").append(std::to_string(length));
   }
   head += "\r\n\r\n";
   return head;
@@ -475,6 +476,7 @@ bool exchange::relay_answer(proxy_link& link, const http::request<http::buffer_b
 proxy_result exchange::run(http::request_parser<http::string_body>& head_parser,
                            const client_origin& origin) {
   proxy_result result;
+  result.answer.status = 0;  // none owed unless a step fails
   client_io::body_parser parser(std::move(head_parser));
   parser.body_limit(settings_.max_body_bytes == 0 ? boost::optional<std::uint64_t>()
                                                   : boost::optional<std::uint64_t>(settings_.max_body_bytes));
@@ -490,7 +492,7 @@ proxy_result exchange::run(http::request_parser<http::string_body>& head_parser,
     return result;
   }
   const beast_headers<http::request<http::buffer_body>> client(req);
-  const auto head = request_head(req, client, origin, has_body, chunked);
+  const auto head = request_head(req, client, origin, has_body, chunked, parser.content_length().value_or(0));
   const bool may_retry = !has_body && idempotent(view(req.method_string()));
 
   for (int attempt = 0;; ++attempt) {

@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -19,6 +20,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace mock {
 namespace {
@@ -78,10 +81,24 @@ class session {
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(header_limit);
-      parser.body_limit(body_limit);
+      parser.body_limit(boost::none);  // checked below: /__sink takes bodies of any size
       beast::error_code ec;
       watchdog_.touch();
-      http::async_read(socket_, buffer_, parser, yield_[ec]);
+      http::async_read_header(socket_, buffer_, parser, yield_[ec]);
+      if (!ec) {
+        const std::string_view target(parser.get().target().data(), parser.get().target().size());
+        if (target.starts_with("/__sink") || target.starts_with("/__bytes")) {
+          if (!stream_request(parser)) return;
+          continue;
+        }
+        if (parser.content_length().value_or(0) > body_limit) {
+          reply(413, R"({"error":"body too large"})", false);
+          return;
+        }
+        parser.body_limit(body_limit);
+        watchdog_.touch();
+        http::async_read(socket_, buffer_, parser, yield_[ec]);
+      }
       if (ec) {
         if (is_malformed(ec)) reply(400, R"({"error":"bad request"})", false);
         return;
@@ -119,6 +136,54 @@ class session {
   }
 
  private:
+  // The streaming paths, for pass-through tests and benchmarks (any method): /__sink reads the request's
+  // body, of any size and framing, in 64 KiB pieces and throws it away, then answers
+  // {"received":N,"method":"M"}; /__bytes?n=N answers N bytes ('x') with a Content-Length, or chunked
+  // with &chunked=1, written in 64 KiB pieces. Neither holds a whole body.
+  bool stream_request(http::request_parser<http::string_body>& head) {
+    http::request_parser<http::buffer_body> parser(std::move(head));
+    const auto& req = parser.get();
+    const bool keep_alive = req.keep_alive();
+    const std::string target(req.target());
+    const std::string method(req.method_string());
+    std::vector<char> piece(64 * 1024, 'x');
+    std::uint64_t received = 0;
+    while (!parser.is_done()) {
+      parser.get().body().data = piece.data();
+      parser.get().body().size = piece.size();
+      beast::error_code ec;
+      watchdog_.touch();
+      http::async_read(socket_, buffer_, parser, yield_[ec]);
+      if (ec && ec != http::error::need_buffer) return false;
+      received += piece.size() - parser.get().body().size;
+    }
+    if (target.starts_with("/__sink")) {
+      const std::string body =
+          R"({"received":)" + std::to_string(received) + R"(,"method":")" + method + "\"}";
+      return reply(200, body, keep_alive);
+    }
+    std::uint64_t n = 0;
+    if (const auto at = target.find("n="); at != std::string::npos)
+      n = std::strtoull(target.c_str() + at + 2, nullptr, 10);
+    const bool chunked = target.find("chunked=1") != std::string::npos;
+    head_ = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n";
+    head_ += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: " + std::to_string(n) + "\r\n";
+    if (!keep_alive) head_ += "Connection: close\r\n";
+    head_ += "\r\n";
+    if (write(head_)) return false;
+    for (std::uint64_t left = n; left > 0;) {
+      const auto size = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece.size()));
+      char line[24];
+      const int len = chunked ? std::snprintf(line, sizeof line, "%zx\r\n", size) : 0;
+      if (write(std::string_view(line, static_cast<std::size_t>(len)), std::string_view(piece.data(), size)))
+        return false;
+      if (chunked && write("\r\n")) return false;
+      left -= size;
+    }
+    if (chunked && write("0\r\n\r\n")) return false;
+    return finish(keep_alive);
+  }
+
   // Sends a complete reply; returns whether the connection stays open.
   bool reply(unsigned status, std::string_view body, bool keep_alive) {
     head_.clear();
