@@ -4,7 +4,8 @@
 # prints a markdown table, also written to loadtest/results/latest.md with a latency plot per scenario.
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
-# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]   scenarios: a100 floor a1000 b bhttp floorb c hang-breaker tail flap d e soak (default: all)
+# usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]
+#   scenarios: a100 a100tls floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -17,9 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 floor a1000 b bhttp floorb c hang-breaker tail flap d e soak)
+all_scenarios=(a100 a100tls floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
 
-usage() { sed -n '7,15s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
+usage() { sed -n '7,16s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
 quick=0
 build=1
@@ -30,7 +31,8 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | soak) scenarios+=("$1") ;;
+    a100 | a100tls | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
+      scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
   shift
@@ -96,6 +98,7 @@ $(tail -n 20 "$errfile")"
 }
 
 port_of() { sed -n "s/^$2 listening on .*:\([0-9]*\)\$/\1/p" "$1" | sed -n 1p; }
+tls_port_of() { sed -n "s/^$2 listening on .*:\([0-9]*\) (tls)\$/\1/p" "$1" | sed -n 1p; }  # the mock's first HTTPS one
 
 # start_mock NAME ARGS...: sets mock_pid and mock_port.
 start_mock() {
@@ -145,6 +148,7 @@ stop_servers() {
     [ "$stop_status" -eq 0 ] || [ -z "$admin_port" ] ||
       problem "$name: the gateway exited with status $stop_status on SIGTERM"
     gw_pid=""
+    gw_procs=()
   fi
   if [ -n "${mock_pid:-}" ]; then
     stop_process "$mock_pid"
@@ -156,9 +160,10 @@ stop_servers() {
 
 call_names=(inventory channel-price coupon review-summary logistics-eta recommendation)
 
-# All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS
+# All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS [EXTRA]: EXTRA
+# (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one.
 write_http_config() {
-  local file=$1 deadline=$2 clients=$3 extra=${4:-} name
+  local file=$1 deadline=$2 clients=$3 extra=${4:-} name url=${downstream_url:-http://127.0.0.1:$mock_port}
   # Each I/O thread's pool gets max_connections / threads: keep the per-thread cap above the client count
   # so that no call waits for a pooled connection (the open-file limit bounds the sockets anyway).
   local per_downstream=$(((clients + 64) * $(nproc)))
@@ -181,8 +186,8 @@ YAML
     # connect_timeout: at start every call opens its connection at once (6 x clients); the mock accepts on
     # one thread and its backlog overflows, so some SYNs are retried after 1 s, past the default 100 ms.
     for name in "${call_names[@]}"; do
-      printf '  %s:\n    url: http://127.0.0.1:%s\n    connect_timeout: 2s\n    max_connections: %s\n%b' \
-        "$name" "$mock_port" "$per_downstream" "$extra"
+      printf '  %s:\n    url: %s\n    connect_timeout: 2s\n    max_connections: %s\n%b' \
+        "$name" "$url" "$per_downstream" "$extra"
     done
     cat <<YAML
 routes:
@@ -218,6 +223,14 @@ write_default_config() {
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }  # utime + stime
 sys_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $13}'; }        # stime
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }     # VmRSS, VmHWM
+# The server under test is gw_pid, or the processes in gw_procs when set (nginx: its master and workers).
+# server_sum FUNCTION [ARG]: FUNCTION PID [ARG] summed over them (for VmHWM an upper bound of the peak).
+gw_procs=()
+server_sum() {
+  local p sum=0
+  for p in "${gw_procs[@]:-$gw_pid}"; do sum=$((sum + $("$1" "$p" ${2:+"$2"}))); done
+  echo "$sum"
+}
 mock_stats() { curl -fsS --max-time 5 "http://127.0.0.1:$mock_port/__stats"; }
 mock_calls() { mock_stats | grep -o '"requests":[0-9]*' | tail -n 1 | cut -d: -f2; }
 metric() {  # metric NAME: the first sample of that family from the admin listener
@@ -264,12 +277,14 @@ plot() {  # plot NAME TITLE: renders $work/NAME.dat into results/NAME.png
     die "gnuplot failed for $1: $(cat "$work/$1.gnuplot")"
 }
 
-# start_wrk NAME CONNS SECONDS PATH [ENTRIES]: wrk through check-offers.lua in the background, output in
+# start_wrk NAME CONNS SECONDS PATH [ENTRIES]: wrk through wrk_script (check-offers.lua; a caller's local
+# wrk_script=check-bytes.lua with check_bytes for pass-through routes) in the background, output in
 # $work/NAME.wrk; sets wrk_pid. finish_wrk NAME waits for it.
+wrk_script=loadtest/lua/check-offers.lua
 start_wrk() {
   local threads=$((wrk_threads < $2 ? wrk_threads : $2))
-  CHECK_ENTRIES=${5:-6} CHECK_LATENCY_FILE=$work/$1.dat \
-    wrk -t"$threads" -c"$2" -d"$3s" --timeout 10s --latency -s loadtest/lua/check-offers.lua \
+  CHECK_ENTRIES=${5:-6} CHECK_BYTES=${check_bytes:-} CHECK_LATENCY_FILE=$work/$1.dat \
+    wrk -t"$threads" -c"$2" -d"$3s" --timeout 10s --latency -s "$wrk_script" \
     "http://127.0.0.1:$gw_port$4" >"$work/$1.wrk" 2>&1 &
   wrk_pid=$!
   pids+=("$wrk_pid")
@@ -298,15 +313,15 @@ measure() {
     run_wrk "$name.warm" "$conns" "$warm" "$path" "$entries"
   fi
   local g0 g1 s0 s1 m0=- m1 c0 c1
-  g0=$(cpu_ticks "$gw_pid")
-  s0=$(sys_ticks "$gw_pid")
+  g0=$(server_sum cpu_ticks)
+  s0=$(server_sum sys_ticks)
   if [ -n "${mock_pid:-}" ]; then m0=$(cpu_ticks "$mock_pid"); c0=$(mock_calls); fi
   say "$name: $conns connections, $secs s"
   start_wrk "$name" "$conns" "$secs" "$path" "$entries"
   [ -z "$probe" ] || "$probe"
   finish_wrk "$name"
-  g1=$(cpu_ticks "$gw_pid")
-  s1=$(sys_ticks "$gw_pid")
+  g1=$(server_sum cpu_ticks)
+  s1=$(server_sum sys_ticks)
   local out=$work/$name.wrk
   local requests secs_run errors bad gw_cpu gw_sys mock_req=- mock_call=-
   requests=$(field "$out" requests)
@@ -326,8 +341,9 @@ measure() {
   last_requests=$requests
   last_p50=$(field "$out" p50)
   last_p99=$(field "$out" p99)
-  last_rss=$(status_kb "$gw_pid" VmHWM)
+  last_rss=$(server_sum status_kb VmHWM)
   last_gw_cpu=$gw_cpu
+  last_mock_req=$mock_req
   last_mock_call=$mock_call
   add_row "$name" "$conns" "$last_rps" "$limit" "$(calc %.1f "$(field "$out" good) / $secs_run")" \
     "$(calc %.1f "$last_p50")" "$(calc %.1f "$(field "$out" p90)")" "$(calc %.1f "$last_p99")" \
@@ -360,6 +376,138 @@ scenario_a100() {
   check_target "a100: P99 ms" "$last_p99" "<=" 160
   check_target "a100: gateway CPU per request, us" "$last_gw_cpu" "<=" 150
   check_target "a100: mock CPU per call, us" "$last_mock_call" "<=" 70
+  a100_gw_cpu=$last_gw_cpu a100_mock_req=$last_mock_req  # for a100tls's line, when it runs too
+}
+
+# a100tls: a100's load and config with every downstream reached over https:// on the mock's TLS listener
+# (a CA and a server certificate made for the run), then what a handshake costs the gateway. Four runs,
+# each with a fresh mock and gateway, in pairs back to back: TLS and plain HTTP with keep-alive (the plain
+# one is a100 again, the reference within the same minute), then TLS and plain HTTP with keep-alive to
+# the downstreams defeated (idle_timeout 1us: every call finds its pooled connection too old and opens a
+# new one), at a fifth of the connections (a handshake per call would saturate the two CPUs). The TLS
+# handshakes come from the gateway's /metrics, the new connections from the mock's /__stats. TLS over
+# plain per request is R + h x H in each pair (R: the records, h: handshakes per request, H: one
+# handshake's CPU), so H = (difference without keep-alive - difference with it) / (h without - h with).
+# `openssl s_time` against the mock adds a full handshake's client CPU (the gateway mostly resumes).
+make_tls_files() {  # sets tls_dir: ca.crt, server.crt and server.key (EC P-256, 127.0.0.1 and localhost)
+  tls_dir=$work/tls
+  [ ! -s "$tls_dir/server.crt" ] || return 0
+  mkdir -p "$tls_dir"
+  # Its own openssl config: no system openssl.cnf is read (as tests/support/tls_files.cpp does).
+  cat >"$tls_dir/openssl.cnf" <<'CNF'
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = bench
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,DNS:localhost
+CNF
+  local cnf=$tls_dir/openssl.cnf key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  {
+    openssl req -x509 -config "$cnf" -extensions ca "${key[@]}" -keyout "$tls_dir/ca.key" \
+      -out "$tls_dir/ca.crt" -days 2 -subj /CN=gateway-bench-ca &&
+      openssl req -new -config "$cnf" "${key[@]}" -keyout "$tls_dir/server.key" -out "$tls_dir/server.csr" \
+        -subj /CN=localhost &&
+      openssl x509 -req -in "$tls_dir/server.csr" -CA "$tls_dir/ca.crt" -CAkey "$tls_dir/ca.key" \
+        -CAcreateserial -days 2 -out "$tls_dir/server.crt" -extfile "$cnf" -extensions server
+  } >"$tls_dir/openssl.log" 2>&1 || die "making the TLS certificates failed: $(tail -n 5 "$tls_dir/openssl.log")"
+}
+tls_handshakes() {  # "FULL RESUMED": the gateway's TLS handshakes with its downstreams so far, all summed
+  curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
+    /^gateway_downstream_tls_handshakes_total\{/ {if ($1 ~ /resumed="true"/) r += $2; else f += $2}
+    END {printf "%d %d\n", f, r}'
+}
+mock_connections() { mock_stats | grep -o '"connections_total":[0-9]*' | sed -n 1p | cut -d: -f2; }
+
+# a100tls_run NAME CONNS SECS SCHEME KEEP: one measured run (after its warm-up) of a100's load, the six
+# downstreams over SCHEME (http or https), KEEP keep-alive or nokeep; sets run_conns (new downstream
+# connections per request while measured), run_full / run_resumed (TLS handshakes while measured) and
+# run_hs (those per request).
+a100tls_run() {
+  local name=$1 conns=$2 secs=$3 scheme=$4 keep=$5 extra='' downstream_url='' warm=$((quick == 1 ? 1 : 2))
+  local h0 h1 n0 n1
+  if [ "$scheme" = https ]; then
+    start_mock "$name" --delay 150ms --tls-listen 127.0.0.1:0 --tls-cert "$tls_dir/server.crt" \
+      --tls-key "$tls_dir/server.key"
+    tls_port=$(tls_port_of "$work/$name.mock.out" mock-downstream)
+    [ -n "$tls_port" ] || die "$name: the mock printed no HTTPS listener"
+    downstream_url=https://127.0.0.1:$tls_port
+    extra="    tls: {ca_file: '$tls_dir/ca.crt', server_name: localhost, verify: true}\n"
+  else
+    start_mock "$name" --delay 150ms
+  fi
+  [ "$keep" = keep ] || extra+="    idle_timeout: 1us\n"
+  write_http_config "$work/$name.yaml" 800ms "$conns" "$extra"
+  start_gateway "$name" "$work/$name.yaml"
+  say "$name: warm-up, $warm s"
+  run_wrk "$name.warm" "$conns" "$warm" /api/offer/aggregate
+  h0=$(tls_handshakes)
+  n0=$(mock_connections)
+  measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+    "$name: $conns connections, every downstream 150 ms over $scheme, keep-alive: $keep; latency by percentile" 0
+  h1=$(tls_handshakes)
+  n1=$(mock_connections)
+  run_conns=$(calc %.3f "($n1 - $n0) / $last_requests")
+  run_full=$((${h1% *} - ${h0% *}))
+  run_resumed=$((${h1#* } - ${h0#* }))
+  run_hs=$(calc %.3f "($run_full + $run_resumed) / $last_requests")
+  if [ "$scheme" = https ]; then
+    notes+=("- $name: TLS handshakes since the gateway started (warm-up included): full ${h1% *}, resumed ${h1#* }; while measured: full $run_full, resumed $run_resumed, $(calc %.1f "1000 * ($run_full + $run_resumed) / $last_requests") per 1000 requests; new downstream connections per request (the mock's count): $run_conns")
+  else
+    notes+=("- $name: new downstream connections per request while measured (the mock's count): $run_conns")
+  fi
+}
+
+# s_time_us MODE SECONDS: client user CPU per connection (µs) of `openssl s_time MODE` against the mock's
+# HTTPS listener (tls_port); a handshake and nothing else (no request), so the mock's delay is not in it.
+s_time_us() {
+  local out=$work/s_time$1.out
+  timeout $(($2 + 10)) openssl s_time -connect "127.0.0.1:$tls_port" "$1" -time "$2" >"$out" 2>&1 || true
+  sed -n 's/^[0-9]* connections in [0-9.]*s; \([0-9.]*\) connections\/user sec.*/\1/p' "$out" |
+    awk '$1 > 0 {printf "%.0f", 1000000 / $1; found = 1} END {if (!found) print "-"}'
+}
+
+scenario_a100tls() {
+  local conns=100 secs=20 nk_conns=20 nk_secs=10 full_us
+  [ $quick -eq 0 ] || { conns=20; secs=3; nk_conns=10; nk_secs=3; }
+  make_tls_files
+  local tls_cpu tls_mock tls_hs tls_n plain_cpu plain_mock tls_nk_cpu tls_nk_hs tls_nk_n plain_nk_cpu plain_nk_n
+  a100tls_run a100tls "$conns" "$secs" https keep
+  tls_cpu=$last_gw_cpu tls_mock=$last_mock_req tls_hs=$run_hs tls_n=$((run_full + run_resumed))
+  stop_servers a100tls
+  a100tls_run a100tls-plain "$conns" "$secs" http keep
+  plain_cpu=$last_gw_cpu plain_mock=$last_mock_req
+  stop_servers a100tls-plain
+  a100tls_run a100tls-nokeep "$nk_conns" "$nk_secs" https nokeep
+  tls_nk_cpu=$last_gw_cpu tls_nk_hs=$run_hs tls_nk_n=$run_conns
+  say "a100tls: openssl s_time -new against the mock, $((nk_secs / 3 + 1)) s"
+  full_us=$(s_time_us -new $((nk_secs / 3 + 1)))
+  stop_servers a100tls-nokeep
+  a100tls_run a100tls-plain-nokeep "$nk_conns" "$nk_secs" http nokeep
+  plain_nk_cpu=$last_gw_cpu plain_nk_n=$run_conns
+  stop_servers a100tls-plain-nokeep
+
+  # TLS over plain per request: R (records) + handshakes per request x H, with and without keep-alive.
+  local per_hs=- records=-
+  if awk "BEGIN {exit !($tls_nk_hs - $tls_hs > 1 && $plain_nk_n > 1)}"; then
+    per_hs=$(calc %.0f "(($tls_nk_cpu - $plain_nk_cpu) - ($tls_cpu - $plain_cpu)) / ($tls_nk_hs - $tls_hs)")
+    records=$(calc %.0f "($tls_cpu - $plain_cpu) - $tls_hs * $per_hs")
+  else
+    problem "a100tls: keep-alive was not defeated (per request: $tls_nk_hs TLS handshakes, $plain_nk_n new plain connections)"
+  fi
+  local vs_a100=
+  [ -z "${a100_gw_cpu:-}" ] ||
+    vs_a100="; a100 in this run: $a100_gw_cpu µs, a100tls $(calc %.2f "$tls_cpu / $a100_gw_cpu") times that (gateway-to-mock CPU $(calc %.2f "$tls_cpu / $tls_mock") against $(calc %.2f "$a100_gw_cpu / $a100_mock_req"))"
+  notes+=("- a100tls: gateway CPU per request with TLS to every downstream $tls_cpu µs against $plain_cpu µs over plain HTTP (a100tls-plain, the same load just after): $(calc %.2f "$tls_cpu / $plain_cpu") times, +$((tls_cpu - plain_cpu)) µs per request; of that, the $tls_n handshakes while measured ($tls_hs per request) about $(calc %.0f "$tls_hs * ${per_hs/-/0}") µs and the TLS records (encryption, reads and writes through OpenSSL) $records µs, $(calc %.1f "${records/-/0} / 6") µs per call; gateway-to-mock CPU $(calc %.2f "$tls_cpu / $tls_mock") against $(calc %.2f "$plain_cpu / $plain_mock")$vs_a100")
+  notes+=("- a100tls: handshake cost, keep-alive defeated at $nk_conns connections (per request $tls_nk_hs TLS handshakes and $tls_nk_n new connections over TLS, $plain_nk_n over plain HTTP): TLS over plain $((tls_nk_cpu - plain_nk_cpu)) µs per request without keep-alive, $((tls_cpu - plain_cpu)) with it: (($tls_nk_cpu - $plain_nk_cpu) - ($tls_cpu - $plain_cpu)) / ($tls_nk_hs - $tls_hs) = **$per_hs µs of gateway CPU per handshake** (resumed ones almost all: see a100tls-nokeep); a full handshake's client user CPU by \`openssl s_time -new\` against the mock (the same OpenSSL, no request): $full_us µs")
 }
 
 # floor: a100's load against floor-proxy instead of the gateway: the same seven exchanges per request on raw
@@ -710,6 +858,202 @@ YAML
     "" e_probe /api/db 1
   stop_servers e
   notes+=("- e: SQLite (shipped downstream settings), one call per request: most permits in use at once, from /metrics every 20 ms: $((24 - $(cat "$work/e.min_free"))) (bound: 24)")
+}
+
+# proxy: pass-through routes. GET of a 1 KiB and of a 1 MiB body through a proxy route (/files/ forwarded
+# as /blob/ to the mock, which serves /blob/1k and /blob/1m from --body files of exactly that size, at
+# once), at 100 and 1000 connections; after each gateway run the same load against nginx as a plain
+# reverse proxy to the mock, when nginx is installed. wrk checks the answers with check-bytes.lua.
+# Each run has a fresh mock and server, so that each peak RSS is that run's.
+proxy_sizes=(1k:1024 1m:1048576)
+proxy_max_rss_mb=64  # the gateway streams through fixed buffers: 1 MiB bodies at 1000 connections
+
+# write_proxy_config FILE MAX_CLIENT_CONNECTIONS: one http downstream (the mock) behind /files/.
+write_proxy_config() {
+  local file=$1 clients=$2
+  cat >"$file" <<YAML
+server:
+  listen: 127.0.0.1:0
+limits:
+  max_connections: $((clients + 1000))
+  max_inflight: $((clients + 1000))
+log:
+  access: false
+admin:
+  listen: 127.0.0.1:0
+shutdown:
+  drain_delay: 0s
+  timeout: 5s
+downstreams:
+  files:
+    url: http://127.0.0.1:$mock_port
+    connect_timeout: 2s
+    max_connections: $(((clients + 64) * $(nproc)))
+routes:
+  - path_prefix: /files/
+    proxy:
+      downstream: files
+      rewrite: /blob/
+      timeout: 30s
+      idle_timeout: 60s
+YAML
+}
+
+nginx_program() { command -v nginx 2>/dev/null || { [ ! -x /usr/sbin/nginx ] || echo /usr/sbin/nginx; }; }
+nginx_bin=""  # set by scenario_proxy: nginx_program's answer, empty when nginx is not installed
+
+# write_nginx_config DIR PORT CONNS: nginx as a plain reverse proxy to the mock, as the gateway runs: one
+# worker per core, a keep-alive pool to the mock, no access log, in the foreground, every path in DIR.
+# Buffering stays on (nginx's usual mode) within 16 KiB + 4 x 16 KiB per exchange in memory and never on
+# disk (proxy_max_temp_file_size 0: a full buffer pauses the read from the mock), fixed buffers as the
+# gateway's; keepalive_requests high on both sides so that no connection is closed during a run.
+write_nginx_config() {
+  local dir=$1 port=$2 conns=$3 temp='' module
+  # Temporary paths of the modules built in (their default paths are outside DIR, under /var/lib/nginx).
+  for module in fastcgi uwsgi scgi; do
+    "$nginx_bin" -V 2>&1 | grep -q -- "--without-http_${module}_module" ||
+      temp+="  ${module}_temp_path $dir/temp/$module;"$'\n'
+  done
+  cat >"$dir/nginx.conf" <<NGINX
+worker_processes $(nproc);
+worker_rlimit_nofile $(ulimit -n);
+daemon off;
+master_process on;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events {
+  worker_connections $((2 * conns + 256));
+}
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $dir/temp/body;
+  proxy_temp_path $dir/temp/proxy;
+$temp  upstream mock {
+    server 127.0.0.1:$mock_port;
+    keepalive $conns;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    location /files/ {
+      proxy_pass http://mock/blob/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering on;
+      proxy_buffer_size 16k;
+      proxy_buffers 4 16k;
+      proxy_busy_buffers_size 32k;
+      proxy_max_temp_file_size 0;
+    }
+  }
+}
+NGINX
+}
+
+# start_nginx NAME CONNS: nginx in the gateway's place, on a free port below the ephemeral range (nginx
+# cannot report a port the kernel picked); sets gw_pid (the master), gw_procs (master and workers),
+# gw_port, and no admin_port.
+start_nginx() {
+  local name=$1 conns=$2 dir=$work/$1.nginx try i workers
+  mkdir -p "$dir/temp"
+  for try in 1 2 3 4 5; do
+    gw_port=$((20000 + RANDOM % 12000))
+    write_nginx_config "$dir" "$gw_port" "$conns"
+    "$nginx_bin" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" \
+      >"$work/$name.nginx.out" 2>"$work/$name.nginx.err" &
+    gw_pid=$!
+    pids+=("$gw_pid")
+    for i in $(seq 1 200); do
+      curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$gw_port/files/1k" 2>/dev/null && break
+      kill -0 "$gw_pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    if kill -0 "$gw_pid" 2>/dev/null; then
+      curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$gw_port/files/1k" ||
+        die "nginx did not answer within 10 s; its error log ends with: $(tail -n 5 "$dir/error.log" 2>/dev/null)"
+      break
+    fi
+    stop_process "$gw_pid"
+    grep -q "Address already in use" "$dir/error.log" "$work/$name.nginx.err" 2>/dev/null ||
+      die "nginx exited at start; its error log ends with: $(tail -n 5 "$dir/error.log" "$work/$name.nginx.err" 2>/dev/null)"
+    [ "$try" -lt 5 ] || die "nginx found no free port in 5 tries"
+  done
+  for i in $(seq 1 100); do  # its workers (the master forks them before they accept)
+    workers=$(pgrep -P "$gw_pid" | wc -l)
+    [ "$workers" -lt "$(nproc)" ] || break
+    sleep 0.05
+  done
+  mapfile -t gw_procs < <(echo "$gw_pid"; pgrep -P "$gw_pid")
+  admin_port=""
+}
+
+# proxy_run NAME SERVER CONNS SECS SIZE BYTES: one measured run against the gateway or nginx; sets
+# proxy_ran (whether it did: the gateway may refuse proxy routes).
+proxy_run() {
+  local name=$1 server=$2 conns=$3 secs=$4 size=$5 bytes=$6
+  local wrk_script=loadtest/lua/check-bytes.lua check_bytes=$bytes
+  proxy_ran=0
+  start_mock "$name" --body "blob/1k=@$work/proxy-1k.json" --body "blob/1m=@$work/proxy-1m.json"
+  if [ "$server" = gateway ]; then
+    write_proxy_config "$work/$name.yaml" "$conns"
+    if ! "$bin/gateway" --check "$work/$name.yaml" >"$work/$name.check" 2>&1; then
+      # A binary without proxy routes refuses the key; another refusal is this script's fault.
+      if grep -q "unknown key 'proxy'" "$work/$name.check"; then
+        proxy_gateway="gateway: proxy routes not supported by this binary (\`gateway --check\`: \"route: unknown key 'proxy'\"); no gateway rows"
+      else
+        proxy_gateway="gateway: it refused the proxy config: $(sed 's/^[^ ]*: //' "$work/$name.check" | head -n 3 | tr '\n' ' ')"
+        problem "proxy: $proxy_gateway"
+      fi
+      stop_servers "$name"
+      return
+    fi
+    start_gateway "$name" "$work/$name.yaml"
+  else
+    start_nginx "$name" "$conns"
+  fi
+  measure "$name" "$conns" "$secs" - "$name: GET of $size through $server, $conns connections; latency by percentile" \
+    "" "" "/files/$size"
+  stop_servers "$name"
+  proxy_ran=1
+}
+
+scenario_proxy() {
+  local conns_list=(100 1000) secs_1k=20 secs_1m=10 spec size bytes conns secs gw_cpu ng_cpu pair
+  [ $quick -eq 0 ] || { conns_list=(20 100); secs_1k=2; secs_1m=2; }
+  nginx_bin=$(nginx_program) || true
+  proxy_gateway=""
+  for spec in "${proxy_sizes[@]}"; do  # {"pad":"xxx..."}: JSON, as --body wants, of exactly that size
+    size=${spec%%:*} bytes=${spec#*:}
+    { printf '{"pad":"'; head -c $((bytes - 10)) /dev/zero | tr '\0' x; printf '"}'; } >"$work/proxy-$size.json"
+  done
+  for spec in "${proxy_sizes[@]}"; do
+    size=${spec%%:*} bytes=${spec#*:} secs=$secs_1k
+    [ "$size" = 1k ] || secs=$secs_1m
+    for conns in "${conns_list[@]}"; do
+      gw_cpu='' ng_cpu='' pair="proxy $size at $conns connections:"
+      if [ -z "$proxy_gateway" ]; then
+        proxy_run "proxy-$size-c$conns" gateway "$conns" "$secs" "$size" "$bytes"
+        if [ "$proxy_ran" = 1 ]; then
+          gw_cpu=$last_gw_cpu
+          pair+=" gateway $last_rps req/s, $last_gw_cpu µs/req, peak RSS $(calc %.1f "$last_rss / 1024") MB, $(field "$work/proxy-$size-c$conns.wrk" per_answer) bytes read per answer;"
+          [ "$size" != 1m ] || [ "$conns" != 1000 ] ||
+            check_target "proxy: gateway peak RSS, 1 MiB bodies at 1000 connections, MB" \
+              "$(calc %.1f "$last_rss / 1024")" "<=" "$proxy_max_rss_mb"
+        fi
+      fi
+      if [ -n "$nginx_bin" ]; then
+        proxy_run "proxy-$size-c$conns-nginx" nginx "$conns" "$secs" "$size" "$bytes"
+        ng_cpu=$last_gw_cpu
+        pair+=" nginx $last_rps req/s, $last_gw_cpu µs/req, peak RSS (master and workers) $(calc %.1f "$last_rss / 1024") MB, $(field "$work/proxy-$size-c$conns-nginx.wrk" per_answer) bytes read per answer;"
+      fi
+      [ -z "$gw_cpu" ] || [ -z "$ng_cpu" ] || [ "$ng_cpu" -eq 0 ] ||
+        pair+=" gateway CPU per request $(calc %.2f "$gw_cpu / $ng_cpu") times nginx's;"
+      [ -z "$gw_cpu$ng_cpu" ] || notes+=("- ${pair%;}")
+    done
+  done
+  [ -z "$proxy_gateway" ] || notes+=("- proxy: $proxy_gateway")
+  [ -n "$nginx_bin" ] || notes+=("- proxy: nginx is not installed: no nginx rows (Debian: \`apt-get install nginx-light\`)")
 }
 
 # soak: mixed traffic for a bounded time while the gateway's RSS is sampled; after a warm-up the RSS must
