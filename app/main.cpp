@@ -73,8 +73,9 @@ int run(const std::string& file) {
     srv->stop();
   });
   srv->run([&] {
-    std::printf("gateway listening on %s:%u\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
-                ep.port(), admin.address().to_string().c_str(), admin.port());
+    std::printf("gateway listening on %s:%u%s\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
+                ep.port(), result.config->server.tls.enabled ? " (tls)" : "",
+                admin.address().to_string().c_str(), admin.port());
     std::fflush(stdout);
   });
   // Wake the signal thread if it still waits.

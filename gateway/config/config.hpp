@@ -20,6 +20,7 @@ namespace gateway {
 
 class param_pattern;
 class tls_client_context;
+class tls_server_context;
 
 struct listen_address {
   std::string host = "0.0.0.0";
@@ -39,6 +40,22 @@ struct compression_settings {
   unsigned level = 1;  // zlib's 1 (fastest) to 9 (smallest)
 };
 
+// TLS on the public listener (the `server.tls` section; absent: plain TCP). `cert_file` (PEM, the chain
+// allowed) and `key_file` are read at load and again whenever their content changes (checked every
+// `reload_interval`); `ciphers` are TLS 1.2's (OpenSSL's list syntax), TLS 1.3 keeps OpenSSL's suites.
+struct listener_tls_settings {
+  bool enabled = false;
+  std::string cert_file;
+  std::string key_file;
+  bool min_tls13 = false;  // min_version "1.3" (else "1.2")
+  std::string ciphers =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+  microseconds reload_interval = std::chrono::seconds(5);
+  // Built at load from the files (null when not enabled); the first context the listener serves.
+  std::shared_ptr<const tls_server_context> context;
+};
+
 struct server_settings {
   listen_address listen;
   forwarded_style forwarded = forwarded_style::x_forwarded;
@@ -47,6 +64,7 @@ struct server_settings {
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
   std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
   compression_settings compression;
+  listener_tls_settings tls;
 
   // The stack to allocate: sanitizer builds need several times more than the configured size.
   std::size_t stack_bytes() const;

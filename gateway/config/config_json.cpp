@@ -178,6 +178,14 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                    {"min_bytes", c.server.compression.min_bytes},
                    {"max_bytes", c.server.compression.max_bytes},
                    {"level", c.server.compression.level}}}};
+  if (c.server.tls.enabled) {  // file paths only: a key's contents are never read here
+    const auto& t = c.server.tls;
+    j["server"]["tls"] = {{"cert_file", t.cert_file},
+                          {"key_file", t.key_file},
+                          {"min_version", t.min_tls13 ? "1.3" : "1.2"},
+                          {"ciphers", t.ciphers},
+                          {"reload_interval", format_duration(t.reload_interval)}};
+  }
   j["server"]["trusted_proxies"] = nlohmann::json::array();
   for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},

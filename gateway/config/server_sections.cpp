@@ -1,8 +1,10 @@
 // The sections about the gateway process itself: server (listener, threads, stacks), limits, log, admin
-// and shutdown. Each is one flat mapping of scalar settings (server also holds its compression mapping).
+// and shutdown. Each is one flat mapping of scalar settings (server also holds its compression and tls
+// mappings).
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
+#include "gateway/config/tls_server_context.hpp"
 #include "gateway/config/yaml_reader.hpp"
 
 #include <array>
@@ -36,6 +38,27 @@ void read_compression(config_parse_state& state, const YAML::Node& node, compres
   r.finish();
 }
 
+// The listener's TLS. The context is built, and the files read, only when the section itself is free of
+// errors: a missing file, a key that does not match its certificate or unknown ciphers are config errors.
+void read_listener_tls(config_parse_state& state, const YAML::Node& node, listener_tls_settings& t) {
+  const auto errors_before = state.errors.size();
+  yaml_reader r(node, state.errors, "server.tls");
+  t.enabled = true;
+  r.string("cert_file", t.cert_file, true);
+  r.string("key_file", t.key_file, true);
+  static constexpr std::array<std::string_view, 2> versions{"1.2", "1.3"};
+  std::size_t version = 0;
+  if (r.one_of("min_version", version, versions, "min_version")) t.min_tls13 = version == 1;
+  r.string("ciphers", t.ciphers);
+  if (r.duration("reload_interval", t.reload_interval) && t.reload_interval < milliseconds(100))
+    r.error_at("reload_interval", "reload_interval must be at least 100ms");
+  r.finish();
+  if (state.errors.size() != errors_before) return;
+  tls_server_context::problem why;
+  t.context = tls_server_context::load(t, why);
+  if (!t.context) r.error_at(why.key, why.message);
+}
+
 }  // namespace
 
 void read_server(config_parse_state& state, const YAML::Node& node, server_settings& s) {
@@ -46,6 +69,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.size("stack_cache", s.stack_cache, 0, 65536);
   read_forwarding(r, s);
   if (auto c = r.section("compression")) read_compression(state, *c, s.compression);
+  if (auto t = r.section("tls")) read_listener_tls(state, *t, s.tls);
   r.finish();
 }
 

@@ -9,6 +9,7 @@
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/prometheus.hpp"
+#include "gateway/server/certificate_reloader.hpp"
 #include "gateway/sql/sql_downstream.hpp"
 
 namespace gateway {
@@ -164,6 +165,19 @@ void render_stale(prometheus_writer& out,
                  [](const entry& e) { return e.second->bytes(); });
 }
 
+void render_certificates(prometheus_writer& out, const certificate_reloader& c) {
+  out.family("gateway_tls_certificate_reloads_total", "counter",
+             "Changes of server.tls cert_file/key_file taken up (success) or refused, the old certificate "
+             "kept (failure).");
+  out.sample("gateway_tls_certificate_reloads_total", {{"result", "success"}},
+             static_cast<double>(c.reloads(true)));
+  out.sample("gateway_tls_certificate_reloads_total", {{"result", "failure"}},
+             static_cast<double>(c.reloads(false)));
+  out.family("gateway_tls_certificate_expiry_timestamp_seconds", "gauge",
+             "notAfter of the certificate the public listener serves, in seconds since the Unix epoch.");
+  out.sample("gateway_tls_certificate_expiry_timestamp_seconds", {}, static_cast<double>(c.not_after()));
+}
+
 // One family with one unlabelled sample.
 void single(prometheus_writer& out, std::string_view name, std::string_view type, std::string_view help,
             double value) {
@@ -189,6 +203,7 @@ std::string render_exposition(const exposition_sources& from) {
            "Access log lines dropped because stdout was full, slow or failing.",
            static_cast<double>(from.log->dropped()));
   }
+  if (from.certificates) render_certificates(out, *from.certificates);
   if (from.breakers) render_breakers(out, *from.breakers);
   if (from.http_downstreams) render_attempts(out, *from.http_downstreams);
   if (from.stale_caches) render_stale(out, *from.stale_caches);

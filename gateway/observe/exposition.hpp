@@ -1,7 +1,7 @@
 #pragma once
 // The whole /metrics page in the Prometheus text format: the request metrics, then the gateway's gauges
-// (memory budget, open connections, access log), the circuit breakers, the databases, the process and the
-// build. Rendered on
+// (memory budget, open connections, access log), the listener's TLS certificate, the circuit breakers,
+// the databases, the process and the build. Rendered on
 // the admin thread at each scrape; reads only atomics and thread-safe snapshots.
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 namespace gateway {
 
 class access_log;
+class certificate_reloader;
 class circuit_breaker;
 class http_downstream;
 class stale_cache;
@@ -27,6 +28,7 @@ struct exposition_sources {
   const std::vector<const circuit_breaker*>* breakers = nullptr;
   const std::vector<const http_downstream*>* http_downstreams = nullptr;
   const std::vector<std::pair<std::string, const stale_cache*>>* stale_caches = nullptr;
+  const certificate_reloader* certificates = nullptr;  // the listener's TLS; null without server.tls
 };
 
 std::string render_exposition(const exposition_sources& from);

@@ -144,6 +144,18 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.sample("gateway_shed_requests_total", {{"reason", "max_connections_per_client"}},
              static_cast<double>(shed[2]));
   out.sample("gateway_shed_requests_total", {{"reason", "memory_budget"}}, static_cast<double>(shed[3]));
+  if (config_.server.tls.enabled) {
+    out.family("gateway_tls_handshake_failures_total", "counter",
+               "Client TLS handshakes that failed: timeout (not done within limits.header_timeout), closed "
+               "(the client left), protocol (refused: version, cipher, ALPN).");
+    static constexpr std::array<std::string_view, 3> reasons{"timeout", "closed", "protocol"};
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+      std::uint64_t total = 0;
+      for (const auto& w : workers_) total += w->tls_failures_[i].load(std::memory_order_relaxed);
+      out.sample("gateway_tls_handshake_failures_total", {{"reason", reasons[i]}},
+                 static_cast<double>(total));
+    }
+  }
   out.family("gateway_coroutines_active", "gauge",
              "Coroutines alive: one per connection plus one per call in flight.");
   out.sample("gateway_coroutines_active", {}, static_cast<double>(coroutines));

@@ -27,6 +27,10 @@ enum class shed_reason : std::uint8_t {
   count
 };
 
+// Why a client's TLS handshake failed: it did not finish within header_timeout, the client closed or
+// reset the connection, or the handshake itself failed (a protocol version, cipher or ALPN refused).
+enum class tls_failure : std::uint8_t { timeout, closed, protocol, count };
+
 class worker_metrics {
  public:
   worker_metrics(const gateway_config& config);
@@ -40,6 +44,7 @@ class worker_metrics {
   void fallback(std::size_t route, std::size_t call) { bump(fallbacks_[call_offset_[route] + call]); }
   void client_disconnect() { bump(disconnects_); }
   void shed(shed_reason why) { bump(shed_[static_cast<std::size_t>(why)]); }
+  void tls_handshake_failed(tls_failure why) { bump(tls_failures_[static_cast<std::size_t>(why)]); }
   void loop_lag(clock::duration lag) { loop_lag_.observe(lag); }
   void coroutine_started() { coroutines_.fetch_add(1, std::memory_order_relaxed); }
   void coroutine_ended() { coroutines_.fetch_sub(1, std::memory_order_relaxed); }
@@ -57,6 +62,7 @@ class worker_metrics {
   std::vector<std::size_t> call_offset_;     // first fallbacks_ index of each route
   counter disconnects_{0};
   std::array<counter, static_cast<std::size_t>(shed_reason::count)> shed_{};
+  std::array<counter, static_cast<std::size_t>(tls_failure::count)> tls_failures_{};
   std::atomic<std::int64_t> coroutines_{0};
   histogram loop_lag_;
 };
@@ -67,7 +73,7 @@ class metrics_registry {
 
   worker_metrics& worker(std::size_t i) { return *workers_[i]; }
 
-  // Appends the request, call, shedding, coroutine and event-loop families.
+  // Appends the request, call, shedding, TLS handshake (with server.tls), coroutine and event-loop families.
   void render(prometheus_writer& out, std::size_t active_requests) const;
 
  private:

@@ -43,7 +43,8 @@ admin_reply answer_admin(std::string_view path, const admin_sources& from) {
                                    .databases = &from.databases,
                                    .breakers = &from.breakers,
                                    .http_downstreams = &from.http_downstreams,
-                                   .stale_caches = &from.stale_caches});
+                                   .stale_caches = &from.stale_caches,
+                                   .certificates = from.certificates});
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(page)};
   }
   if (path == "/config") return {200, "application/json", from.config_json};

@@ -13,6 +13,7 @@
 namespace gateway {
 
 class access_log;
+class certificate_reloader;
 class circuit_breaker;
 class http_downstream;
 class stale_cache;
@@ -31,8 +32,9 @@ struct admin_sources {
   std::vector<const http_downstream*> http_downstreams;  // their retries and hedges, in /metrics
   std::vector<std::pair<std::string, const stale_cache*>> stale_caches;  // by downstream name
   const metrics_registry* metrics = nullptr;
-  const access_log* log = nullptr;  // null when access logging is off
-  std::string config_json;          // the effective configuration, rendered once
+  const access_log* log = nullptr;                     // null when access logging is off
+  const certificate_reloader* certificates = nullptr;  // null without server.tls
+  std::string config_json;                             // the effective configuration, rendered once
 };
 
 // `path` without its query.

@@ -6,6 +6,7 @@
 #include "gateway/server/beast_headers.hpp"
 #include "gateway/server/call_headers.hpp"
 #include "gateway/server/router.hpp"
+#include "gateway/server/tls_client_io.hpp"
 
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -124,9 +125,10 @@ class body_framing {
 };
 
 // The exchange's state shared by its steps.
+template <class Io>
 class exchange {
  public:
-  exchange(client_io& io, const route_settings& route, int route_index, downstream& target,
+  exchange(Io& io, const route_settings& route, int route_index, downstream& target,
            const session_context& ctx, request_control& control, boost::asio::yield_context yield)
       : io_(io),
         route_(route),
@@ -150,13 +152,13 @@ class exchange {
   std::string request_head(const http::request<http::buffer_body>& req, const client_headers& client,
                            const client_origin& origin, bool has_body, bool chunked, std::uint64_t length);
   std::unique_ptr<proxy_link> connect(bool fresh, proxy_result& result);
-  bool send_body(client_io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
+  bool send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
   bool relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
                     proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
   void gone(proxy_result& result);
 
-  client_io& io_;
+  Io& io_;
   const route_settings& route_;
   const proxy_settings& settings_;
   const downstream_settings& to_;
@@ -172,13 +174,15 @@ class exchange {
 };
 
 // The client left (or stopped reading or sending): nothing more goes to it.
-void exchange::gone(proxy_result& result) {
+template <class Io>
+void exchange<Io>::gone(proxy_result& result) {
   result.status = 499;
   result.answer.status = 0;
   result.keep_alive = false;
 }
 
-void exchange::fail(proxy_result& result, unsigned status, std::string_view why) {
+template <class Io>
+void exchange<Io>::fail(proxy_result& result, unsigned status, std::string_view why) {
   if (cancel_.reason() == cancel_reason::client_gone || io_.peer_closed()) return gone(result);
   if (head_sent_) {  // too late for an answer of the gateway's: the client sees the connection end
     result.keep_alive = false;
@@ -193,9 +197,10 @@ void exchange::fail(proxy_result& result, unsigned status, std::string_view why)
   result.keep_alive = false;  // the request's body may be partly unread, or the client's side unknown
 }
 
-std::string exchange::request_head(const http::request<http::buffer_body>& req, const client_headers& client,
-                                   const client_origin& origin, bool has_body, bool chunked,
-                                   std::uint64_t length) {
+template <class Io>
+std::string exchange<Io>::request_head(const http::request<http::buffer_body>& req,
+                                       const client_headers& client, const client_origin& origin,
+                                       bool has_body, bool chunked, std::uint64_t length) {
   const auto& policy = route_.headers;
   const auto removed = [&](std::string_view name) {
     return std::any_of(policy.remove.begin(), policy.remove.end(),
@@ -236,7 +241,8 @@ std::string exchange::request_head(const http::request<http::buffer_body>& req, 
   return head;
 }
 
-std::unique_ptr<proxy_link> exchange::connect(bool fresh, proxy_result& result) {
+template <class Io>
+std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& result) {
   const auto connect_timeout =
       settings_.connect_timeout.count() > 0 ? settings_.connect_timeout : to_.connect_timeout;
   std::string why;
@@ -254,8 +260,9 @@ std::unique_ptr<proxy_link> exchange::connect(bool fresh, proxy_result& result) 
 
 // Streams the client's body to the downstream: read into the buffer's second half, written with the
 // request's framing. False when either side failed (`result` then says what the client gets).
-bool exchange::send_body(client_io::body_parser& parser, proxy_link& link, bool chunked,
-                         proxy_result& result) {
+template <class Io>
+bool exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked,
+                             proxy_result& result) {
   body_framing framing(chunked);
   char* piece = buffer_.data() + buffer_.size() / 2;
   const std::size_t room = buffer_.size() - buffer_.size() / 2;
@@ -296,8 +303,9 @@ bool exchange::send_body(client_io::body_parser& parser, proxy_link& link, bool 
 
 // Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
 // body piece by piece. False when the exchange failed (before the head went out: `result.answer`).
-bool exchange::relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
-                            proxy_result& result) {
+template <class Io>
+bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buffer_body>& req,
+                                bool request_whole, proxy_result& result) {
   char* in = buffer_.data();
   const std::size_t in_room = buffer_.size() / 2;
   char* out = buffer_.data() + in_room;
@@ -473,11 +481,12 @@ bool exchange::relay_answer(proxy_link& link, const http::request<http::buffer_b
   return true;
 }
 
-proxy_result exchange::run(http::request_parser<http::string_body>& head_parser,
-                           const client_origin& origin) {
+template <class Io>
+proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_parser,
+                               const client_origin& origin) {
   proxy_result result;
   result.answer.status = 0;  // none owed unless a step fails
-  client_io::body_parser parser(std::move(head_parser));
+  typename Io::body_parser parser(std::move(head_parser));
   parser.body_limit(settings_.max_body_bytes == 0 ? boost::optional<std::uint64_t>()
                                                   : boost::optional<std::uint64_t>(settings_.max_body_bytes));
   parser.eager(true);
@@ -535,12 +544,20 @@ proxy_result exchange::run(http::request_parser<http::string_body>& head_parser,
 
 }  // namespace
 
-proxy_result run_proxy(client_io& io, http::request_parser<http::string_body>& parser,
-                       const route_settings& route, int route_index, downstream& target,
-                       const session_context& ctx, const client_origin& origin, request_control& control,
+template <class Io>
+proxy_result run_proxy(Io& io, http::request_parser<http::string_body>& parser, const route_settings& route,
+                       int route_index, downstream& target, const session_context& ctx,
+                       const client_origin& origin, request_control& control,
                        boost::asio::yield_context yield) {
-  exchange x(io, route, route_index, target, ctx, control, yield);
+  exchange<Io> x(io, route, route_index, target, ctx, control, yield);
   return x.run(parser, origin);
 }
+
+template proxy_result run_proxy(client_io&, http::request_parser<http::string_body>&, const route_settings&,
+                                int, downstream&, const session_context&, const client_origin&,
+                                request_control&, boost::asio::yield_context);
+template proxy_result run_proxy(tls_client_io&, http::request_parser<http::string_body>&,
+                                const route_settings&, int, downstream&, const session_context&,
+                                const client_origin&, request_control&, boost::asio::yield_context);
 
 }  // namespace gateway

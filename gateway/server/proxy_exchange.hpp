@@ -43,8 +43,9 @@ struct proxy_result {
 };
 
 // `parser` holds the request's head (its body unread), its framing checked; `route` is a proxy route.
-proxy_result run_proxy(client_io& io,
-                       boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
+// `Io`: client_io or tls_client_io (both built in proxy_exchange.cpp).
+template <class Io>
+proxy_result run_proxy(Io& io, boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
                        const route_settings& route, int route_index, downstream& target,
                        const session_context& ctx, const client_origin& origin, request_control& control,
                        boost::asio::yield_context yield);

@@ -11,6 +11,7 @@
 #include "gateway/observe/metrics.hpp"
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
+#include "gateway/server/certificate_reloader.hpp"
 #include "gateway/server/graceful_drain.hpp"
 #include "gateway/server/heartbeat.hpp"
 #include "gateway/server/request_handler.hpp"
@@ -60,6 +61,7 @@ struct server::impl {
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
   std::unique_ptr<request_handler> handler;
+  std::unique_ptr<certificate_reloader> certificates;  // with server.tls
   std::unique_ptr<acceptor> listener;
   std::unique_ptr<graceful_drain> drain;
   admin_sources admin_view;
@@ -152,12 +154,13 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   }
   impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
 
+  if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
   std::vector<acceptor::io_thread> io_threads;
   for (std::size_t i = 0; i < threads; ++i) {
     auto& w = *impl_->workers[i];
     io_threads.push_back({&w.ioc,
                           {impl_->handler.get(), &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
-                           impl_->log.get(), i}});
+                           impl_->log.get(), i, impl_->certificates.get()}});
     impl_->admin_view.heartbeats.push_back(&w.beat);
   }
   impl_->listener = std::make_unique<acceptor>(cfg, impl_->state, std::move(io_threads));
@@ -174,6 +177,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.stale_caches = impl_->stale_caches;
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
+  view.certificates = impl_->certificates.get();
   view.config_json = effective_config_json(cfg).dump(2) + "\n";
   impl_->admin = std::make_unique<admin_server>(
       cfg.admin.listen, [this](std::string_view path) { return answer_admin(path, impl_->admin_view); });
@@ -197,6 +201,7 @@ std::size_t server::threads() const {
 
 void server::run(const std::function<void()>& on_started) {
   impl_->listener->start();
+  if (impl_->certificates) impl_->certificates->start();
   for (std::size_t i = 0; i < impl_->workers.size(); ++i)
     impl_->workers[i]->beat.start(impl_->metrics->worker(i), impl_->state);
   impl_->state.started =

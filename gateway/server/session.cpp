@@ -3,17 +3,19 @@
 #include "gateway/core/http_text.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/server/beast_headers.hpp"
+#include "gateway/server/certificate_reloader.hpp"
 #include "gateway/server/client_io.hpp"
 #include "gateway/server/proxy_exchange.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/response_head.hpp"
+#include "gateway/server/tls_client_io.hpp"
 
 #include <boost/beast/http/error.hpp>
 
 #include <algorithm>
-#include <optional>
-
 #include <iterator>
+#include <optional>
+#include <type_traits>
 
 namespace gateway {
 
@@ -117,10 +119,26 @@ class session_counted {
   const session_context& ctx_;
 };
 
-}  // namespace
+// The handshake of a TLS connection, within header_timeout of the accept, like a plain connection's
+// first byte; a failure is counted, a drain or a shutdown that cancels it is not.
+bool handshake(tls_client_io& io, const session_context& ctx, net::yield_context yield) {
+  using failure = tls_client_io::handshake_failure;
+  failure why{};
+  if (io.handshake(clock::now() + ctx.config->limits.header_timeout, why, yield)) return true;
+  if (why != failure::none) {
+    ctx.metrics->tls_handshake_failed(why == failure::timeout  ? tls_failure::timeout
+                                      : why == failure::closed ? tls_failure::closed
+                                                               : tls_failure::protocol);
+  }
+  return false;
+}
 
-void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::yield_context yield) {
-  session_counted counted(ctx);  // ctx.state->connections was counted up by the acceptor
+// The connection's loop over its transport: client_io (plain TCP) or tls_client_io, which have the same
+// operations; a TLS connection also has its handshake first and its close_notify last.
+template <class transport>
+void serve(net::ip::tcp::socket& socket, transport& io, const session_context& ctx,
+           net::yield_context yield) {
+  constexpr bool tls = std::is_same_v<transport, tls_client_io>;
   const auto& limits = ctx.config->limits;
   error_code ec;
   socket.set_option(net::ip::tcp::no_delay(true), ec);
@@ -129,9 +147,15 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   const std::string client = !ctx.log               ? std::string()
                              : peer.address.empty() ? "-"
                                                     : peer.address + ":" + std::to_string(peer.port);
-  client_io io(socket, limits.max_header_bytes + 4096);  // a head and what is pipelined behind it
   request_control control;
   session_registry::membership listed(*ctx.registry, {&socket, &control});
+  if constexpr (tls) {
+    listed.set_idle(true);  // no request yet: a drain closes it like a connection waiting for one
+    if (!handshake(io, ctx, yield)) {
+      socket.close(ec);
+      return;
+    }
+  }
 
   // `bytes`: of the answer's body, when not r.body (a pass-through answer's).
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
@@ -331,8 +355,26 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
     finish(response, in.method, started);
     if (!written || !keep_alive) break;
   }
-  socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
-  socket.close(ec);
+  if constexpr (tls) {
+    io.close(limits.write_timeout, yield);
+  } else {
+    socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+    socket.close(ec);
+  }
+}
+
+}  // namespace
+
+void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::yield_context yield) {
+  session_counted counted(ctx);  // ctx.state->connections was counted up by the acceptor
+  const std::size_t buffer_limit = ctx.config->limits.max_header_bytes + 4096;  // a head and what follows
+  if (ctx.tls != nullptr) {
+    tls_client_io io(socket, ctx.tls->current(), buffer_limit);
+    serve(socket, io, ctx, yield);
+  } else {
+    client_io io(socket, buffer_limit);
+    serve(socket, io, ctx, yield);
+  }
 }
 
 }  // namespace gateway

@@ -3,7 +3,8 @@
 // thread is single-threaded, so the connection is implicitly on its own strand). Read a request under
 // the idle/header timeouts and size limits, answer it, repeat while keep-alive. Malformed HTTP gets a
 // 400 and the connection closed. While a request is being handled, the client closing the connection
-// cancels all of its downstream calls and nothing is written.
+// cancels all of its downstream calls and nothing is written. With server.tls the same loop runs over
+// TLS (tls_client_io) after the handshake, which must finish within limits.header_timeout.
 
 #include "gateway/server/session_context.hpp"
 

@@ -13,14 +13,17 @@
 
 namespace gateway {
 
+class certificate_reloader;
+
 struct session_context {
   const request_handler* handler = nullptr;
   const gateway_config* config = nullptr;
   session_registry* registry = nullptr;  // the connection's I/O thread's
   server_state* state = nullptr;
-  worker_metrics* metrics = nullptr;  // the connection's I/O thread's
-  access_log* log = nullptr;          // null when access logging is off
-  std::size_t worker = 0;             // the index of the connection's I/O thread
+  worker_metrics* metrics = nullptr;    // the connection's I/O thread's
+  access_log* log = nullptr;            // null when access logging is off
+  std::size_t worker = 0;               // the index of the connection's I/O thread
+  certificate_reloader* tls = nullptr;  // the listener's TLS (server.tls); null: plain TCP
 };
 
 }  // namespace gateway

@@ -1,5 +1,5 @@
-// The tls section of an https downstream: defaults, what /config shows, and the errors found at load
-// (files that cannot be read or are not PEM, cert_file without key_file, a tls section on http://).
+// The tls section of an https downstream and server.tls: defaults, what /config shows, and the errors found
+// at load (files that cannot be read or are not PEM, cert_file without key_file, a tls section on http://).
 // Loading builds the TLS context; the files here need no openssl program (valid certificates are
 // covered by tests/integration/tls_test.cpp).
 
@@ -127,4 +127,33 @@ TEST_CASE("tls config: cert_file and key_file go together, tls needs https, unkn
         std::string::npos);
   CHECK(only_error(config_with("ftp://h")).message ==
         "downstream 'secure'.url: url must start with http:// or https://");
+}
+
+TEST_CASE(
+    "tls config: server.tls needs both files, a known min_version and a reload_interval of 100ms or more",
+    "[config][tls]") {
+  const auto server = [](const std::string& tls) {
+    return "server:\n  tls: " + tls + "\n" + config_with("http://h");
+  };
+  CHECK(only_error(server("{key_file: /k.pem}")).message == "server.tls: missing required key 'cert_file'");
+  CHECK(only_error(server("{cert_file: /c.pem}")).message == "server.tls: missing required key 'key_file'");
+  CHECK(only_error(server("{cert_file: /c.pem, key_file: /k.pem, min_version: '1.0'}")).message ==
+        "server.tls.min_version: min_version must be '1.2' or '1.3'");
+  CHECK(only_error(server("{cert_file: /c.pem, key_file: /k.pem, reload_interval: 10ms}")).message ==
+        "server.tls.reload_interval: reload_interval must be at least 100ms");
+  CHECK(only_error(server("{cert_file: /c.pem, key_file: /k.pem, sni: true}")).message.find("sni") !=
+        std::string::npos);
+  // The files are read only once the section is otherwise sound.
+  test_support::temp_dir dir;
+  const auto missing = dir.file("missing.pem");
+  CHECK(only_error(server("{cert_file: " + missing + ", key_file: /k.pem}")).message ==
+        "server.tls.cert_file: '" + missing + "': cannot open file: No such file or directory");
+  const auto junk = dir.write("junk.pem", "not a certificate\n");
+  CHECK(only_error(server("{cert_file: " + junk + ", key_file: " + junk + "}"))
+            .message.find("server.tls.key_file: '" + junk + "' holds no usable PEM private key") == 0);
+  // Absent: a plain listener.
+  const auto r = load_config_text(config_with("http://h"), "t.yaml");
+  REQUIRE(r.config);
+  CHECK_FALSE(r.config->server.tls.enabled);
+  CHECK_FALSE(effective_config_json(*r.config)["server"].contains("tls"));
 }
