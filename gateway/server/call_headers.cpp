@@ -66,7 +66,10 @@ void call_headers::render_forwarded(forwarded_style style, const client_headers&
     chain += origin.address;
     add_field(forwarded_, "X-Forwarded-For", chain);
     const auto proto = origin.trusted ? client_value(client, "x-forwarded-proto") : std::string();
-    add_field(forwarded_, "X-Forwarded-Proto", proto.empty() ? std::string_view("http") : proto);
+    add_field(forwarded_, "X-Forwarded-Proto",
+              !proto.empty() ? std::string_view(proto)
+              : origin.https ? "https"
+                             : "http");
     const auto forwarded_host = origin.trusted ? client_value(client, "x-forwarded-host") : std::string();
     if (!forwarded_host.empty() || !host.empty())
       add_field(forwarded_, "X-Forwarded-Host", forwarded_host.empty() ? host : forwarded_host);
@@ -81,7 +84,7 @@ void call_headers::render_forwarded(forwarded_style style, const client_headers&
     value += ";host=";
     append_forwarded_value(value, host);
   }
-  value += ";proto=http";
+  value += origin.https ? ";proto=https" : ";proto=http";
   add_field(forwarded_, "Forwarded", value);
 }
 

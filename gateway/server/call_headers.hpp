@@ -33,6 +33,7 @@ class client_headers {
 struct client_origin {
   std::string_view address;  // the peer's IP address ("10.1.2.3", "::1"); empty when unknown
   bool trusted = false;      // the peer is in server.trusted_proxies
+  bool https = false;        // it came over TLS (the listener's): the forwarded proto
 };
 
 class call_headers {

@@ -207,7 +207,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     }
     auto result =
         run_proxy(io, parser, ctx.config->routes[static_cast<std::size_t>(route)], route,
-                  ctx.handler->proxy_target(route), ctx, {peer.address, peer.trusted}, control, yield);
+                  ctx.handler->proxy_target(route), ctx, {peer.address, peer.trusted, tls}, control, yield);
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     auto& r = result.answer;
     if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
@@ -312,7 +312,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     in.body = std::string_view(req.body().data(), req.body().size());
     const beast_headers<http::request<http::string_body>> fields(req);
     in.headers = &fields;
-    in.origin = {peer.address, peer.trusted};
+    in.origin = {peer.address, peer.trusted, tls};
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
     // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, answer at

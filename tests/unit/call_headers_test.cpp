@@ -74,6 +74,12 @@ TEST_CASE("call headers: X-Forwarded-* name the peer; what an untrusted client s
   CHECK(fields[1].headers == fields[0].headers);
   CHECK(fields[0].vary.empty());  // the client's address never splits shared answers
 
+  // Over the TLS listener, the proto is the gateway's own: https.
+  fields = rendered.render(cfg.routes[0], cfg.server.forwarded, client,
+                           {.address = "10.1.2.3", .trusted = false, .https = true});
+  CHECK(fields[0].headers ==
+        "\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.example");
+
   // A trusted proxy's chain is kept and extended.
   fields =
       rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.1.2.3", .trusted = true});

@@ -630,3 +630,55 @@ TEST_CASE("the stack cache, per-client connection and memory budget settings", "
 
   only_error_at(edited({{"threads: 2", "threads: 2\n  stack_cache: 65537"}}), "65537");
 }
+
+TEST_CASE("proxy routes: read with their defaults; what they cannot have is refused where it is",
+          "[config][proxy]") {
+  const std::string proxy_route = R"(  - path_prefix: /files/
+    proxy:
+      downstream: inventory
+      rewrite: /blob/
+      idle_timeout: 5s
+      max_body_bytes: 1GiB
+)";
+  SECTION("a proxy route takes any method and keeps the settings") {
+    const auto r = load_config_text(good + proxy_route, "t.yaml");
+    REQUIRE(r.errors.empty());
+    const auto& route = r.config->routes[1];
+    REQUIRE(route.proxy);
+    CHECK(route.method == "*");
+    CHECK(route.calls.empty());
+    CHECK(route.proxy->rewrite == "/blob/");
+    CHECK(route.proxy->timeout == std::chrono::seconds(30));
+    CHECK(route.proxy->idle_timeout == std::chrono::seconds(5));
+    CHECK(route.proxy->max_body_bytes == std::size_t{1} << 30);
+    CHECK(effective_config_json(*r.config)["routes"][1]["proxy"]["downstream"] == "inventory");
+  }
+  SECTION("mistakes") {
+    const std::pair<std::string, std::string> cases[] = {
+        {"      rewrite: /blob/\n", "      rewrite: blob\n"},
+        {"      downstream: inventory\n", "      downstream: nowhere\n"},
+        {"  - path_prefix: /files/\n", "  - path_prefix: /files/\n    calls: []\n"},
+        {"  - path_prefix: /files/\n", "  - path_prefix: /files/\n    headers: {forward: [Cookie]}\n"},
+        {"  - path_prefix: /files/\n", "  - path_prefix: /files/\n    cors: {allow_origins: ['*']}\n"},
+        {"  - path_prefix: /files/\n", "  - path: /files/{id}\n"},
+    };
+    for (const auto& [from, to] : cases) {
+      std::string text = good + proxy_route;
+      const auto at = text.find(from, good.size());
+      REQUIRE(at != std::string::npos);
+      text.replace(at, from.size(), to);
+      INFO(to);
+      const auto r = load_config_text(text, "t.yaml");
+      CHECK(r.errors.size() == 1);
+    }
+  }
+  SECTION("a proxy route of any method overlaps every route of its paths") {
+    std::string text = good + proxy_route;
+    text +=
+        "  - path_prefix: /files/\n    method: POST\n    calls:\n      - {name: i, downstream: inventory, "
+        "path: /x}\n";
+    const auto r = load_config_text(text, "t.yaml");
+    REQUIRE(r.errors.size() == 1);
+    CHECK_THAT(r.errors[0].message, Catch::Contains("duplicate route"));
+  }
+}
