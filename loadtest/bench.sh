@@ -160,15 +160,11 @@ stop_servers() {
 
 call_names=(inventory channel-price coupon review-summary logistics-eta recommendation)
 
-# All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS [EXTRA]: EXTRA
-# (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one.
-write_http_config() {
-  local file=$1 deadline=$2 clients=$3 extra=${4:-} name url=${downstream_url:-http://127.0.0.1:$mock_port}
-  # Each I/O thread's pool gets max_connections / threads: keep the per-thread cap above the client count
-  # so that no call waits for a pooled connection (the open-file limit bounds the sockets anyway).
-  local per_downstream=$(((clients + 64) * $(nproc)))
-  {
-    cat <<YAML
+# gateway_config_prelude MAX_CLIENT_CONNECTIONS: the benchmark's server, limits, log, admin and shutdown
+# sections (ports picked by the kernel, no access log, no drain delay), printed.
+gateway_config_prelude() {
+  local clients=$1
+  cat <<YAML
 server:
   listen: 127.0.0.1:0
 limits:
@@ -181,8 +177,19 @@ admin:
 shutdown:
   drain_delay: 0s
   timeout: 5s
-downstreams:
 YAML
+}
+
+# All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS [EXTRA]: EXTRA
+# (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one.
+write_http_config() {
+  local file=$1 deadline=$2 clients=$3 extra=${4:-} name url=${downstream_url:-http://127.0.0.1:$mock_port}
+  # Each I/O thread's pool gets max_connections / threads: keep the per-thread cap above the client count
+  # so that no call waits for a pooled connection (the open-file limit bounds the sockets anyway).
+  local per_downstream=$(((clients + 64) * $(nproc)))
+  {
+    gateway_config_prelude "$clients"
+    echo "downstreams:"
     # connect_timeout: at start every call opens its connection at once (6 x clients); the mock accepts on
     # one thread and its backlog overflows, so some SYNs are retried after 1 s, past the default 100 ms.
     for name in "${call_names[@]}"; do
@@ -871,19 +878,9 @@ proxy_max_rss_mb=64  # the gateway streams through fixed buffers: 1 MiB bodies a
 # write_proxy_config FILE MAX_CLIENT_CONNECTIONS: one http downstream (the mock) behind /files/.
 write_proxy_config() {
   local file=$1 clients=$2
-  cat >"$file" <<YAML
-server:
-  listen: 127.0.0.1:0
-limits:
-  max_connections: $((clients + 1000))
-  max_inflight: $((clients + 1000))
-log:
-  access: false
-admin:
-  listen: 127.0.0.1:0
-shutdown:
-  drain_delay: 0s
-  timeout: 5s
+  {
+    gateway_config_prelude "$clients"
+    cat <<YAML
 downstreams:
   files:
     url: http://127.0.0.1:$mock_port
@@ -897,6 +894,7 @@ routes:
       timeout: 30s
       idle_timeout: 60s
 YAML
+  } >"$file"
 }
 
 nginx_program() { command -v nginx 2>/dev/null || { [ ! -x /usr/sbin/nginx ] || echo /usr/sbin/nginx; }; }

@@ -217,6 +217,9 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     finish(r, method, started, r.body.empty() ? result.sent_bytes : r.body.size());
     return result.keep_alive && result.status != 499;
   };
+  // Only a configuration with pass-through routes looks for one (another routing per request).
+  const bool any_proxy = std::any_of(ctx.config->routes.begin(), ctx.config->routes.end(),
+                                     [](const route_settings& r) { return r.proxy.has_value(); });
   bool first_request = true;
   std::string accept_encoding;  // several Accept-Encoding fields joined (rare)
 
@@ -239,7 +242,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     const auto started = clock::now();
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
-    if (head_read && control.reason() == cancel_reason::none) {
+    if (any_proxy && head_read && control.reason() == cancel_reason::none) {
       const auto& req = parser.get();
       const std::string method(req.method_string().data(), req.method_string().size());
       const int proxy =
