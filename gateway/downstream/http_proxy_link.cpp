@@ -11,8 +11,11 @@
 #include <openssl/ssl.h>
 #include <boost/asio/write.hpp>
 
+#include <sys/socket.h>
+
 #include <array>
 #include <cassert>
+#include <cerrno>
 #include <optional>
 
 namespace gateway {
@@ -76,7 +79,7 @@ class pooled_link final : public proxy_link {
     const auto now = clock::now();
     if (conn_) {
       auto& pool = conn_->pool;
-      if (reusable && !failed) {
+      if (reusable && !failed && quiet()) {
         pool.release(std::move(conn_), now);
       } else {
         pool.discard(std::move(conn_));
@@ -121,6 +124,17 @@ class pooled_link final : public proxy_link {
   }
 
   bool connect(clock::time_point until, net::yield_context yield, std::string& why);
+
+  // Nothing is waiting on the connection: no bytes past the answer, and no end of stream that came with
+  // it (it raised its edge before the pool's watch was queued again: the watch would never report it).
+  bool quiet() const {
+    char byte = 0;
+    ssize_t n = 0;
+    do {
+      n = ::recv(conn_->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
 
   http_lane& lane_;
   http_lane::endpoint& to_;

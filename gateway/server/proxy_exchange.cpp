@@ -5,6 +5,7 @@
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/server/beast_headers.hpp"
 #include "gateway/server/call_headers.hpp"
+#include "gateway/server/request_framing.hpp"
 #include "gateway/server/router.hpp"
 #include "gateway/server/tls_client_io.hpp"
 
@@ -152,7 +153,9 @@ class exchange {
   std::string request_head(const http::request<http::buffer_body>& req, const client_headers& client,
                            const client_origin& origin, bool has_body, bool chunked, std::uint64_t length);
   std::unique_ptr<proxy_link> connect(bool fresh, proxy_result& result);
-  bool send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
+  enum class sent { whole, client_failed, downstream_failed };
+  sent send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
+  proxy_result exchange_once(typename Io::body_parser& parser, const std::string& head, bool may_retry);
   bool relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
                     proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
@@ -261,8 +264,8 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
 // Streams the client's body to the downstream: read into the buffer's second half, written with the
 // request's framing. False when either side failed (`result` then says what the client gets).
 template <class Io>
-bool exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked,
-                             proxy_result& result) {
+typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link,
+                                                    bool chunked, proxy_result& result) {
   body_framing framing(chunked);
   char* piece = buffer_.data() + buffer_.size() / 2;
   const std::size_t room = buffer_.size() - buffer_.size() / 2;
@@ -277,7 +280,7 @@ bool exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link,
       } else {
         gone(result);  // the client went away, or stalled past idle_timeout
       }
-      return false;
+      return sent::client_failed;
     }
     total += got.bytes;
     if (got.bytes > 0) {
@@ -286,7 +289,7 @@ bool exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link,
       if (!w.ok()) {
         fail(result, w.how == proxy_link::status::timed_out ? 504 : 502,
              "downstream stopped taking the request body");
-        return false;
+        return sent::downstream_failed;
       }
     }
     if (got.done) break;
@@ -295,10 +298,10 @@ bool exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link,
     const auto w = link.write(framing.end(), {}, idle_deadline(), yield_);
     if (!w.ok()) {
       fail(result, 502, "downstream stopped taking the request body");
-      return false;
+      return sent::downstream_failed;
     }
   }
-  return true;
+  return sent::whole;
 }
 
 // Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
@@ -390,6 +393,10 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
   }
   const auto& answer = parser->get();
   const unsigned status = answer.result_int();
+  if (transfer_coding_status(answer) != 0) {  // a coding the gateway does not decode is never relabelled
+    fail(result, 502, "downstream answer in a transfer coding other than chunked");
+    return false;
+  }
   ctx_.metrics->call_done(settings_.downstream_index, status >= 500 ? call_outcome::error : call_outcome::ok,
                           clock::now() - exchange_started);
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
@@ -504,6 +511,38 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   const auto head = request_head(req, client, origin, has_body, chunked, parser.content_length().value_or(0));
   const bool may_retry = !has_body && idempotent(view(req.method_string()));
 
+  // The downstream's circuit breaker judges pass-through exchanges like calls: a failure is no answer
+  // (502, 504) or a 5xx answer; a refusal of the gateway's own (pool full, client errors) and a client
+  // that left count neither way.
+  auto* breaker = target_.breaker();
+  circuit_breaker::ticket ticket;
+  if (breaker != nullptr) {
+    ticket = breaker->allow(clock::now());
+    if (!ticket.allowed) {
+      fail(result, 503, "downstream '" + to_.name + "': circuit open");
+      return result;
+    }
+  }
+  auto done = exchange_once(parser, head, may_retry);
+  done.answer.request_id = request_id_;
+  if (breaker != nullptr) {
+    const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
+    const auto outcome = done.status == 499 || own ? call_outcome::cancelled
+                         : done.status >= 500      ? call_outcome::error
+                                                   : call_outcome::ok;
+    breaker->record(ticket, outcome, clock::now());
+  }
+  return done;
+}
+
+template <class Io>
+proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const std::string& head,
+                                         bool may_retry) {
+  proxy_result result;
+  result.answer.status = 0;
+  const auto& req = parser.get();
+  const bool has_body = !parser.is_done();
+  const bool chunked = has_body && parser.chunked();
   for (int attempt = 0;; ++attempt) {
     auto link = connect(attempt > 0, result);
     if (!link) return result;
@@ -520,9 +559,19 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
         gone(result);
         return result;
       }
-      if (!send_body(parser, *link, chunked, result)) {
+      const auto sent_body = send_body(parser, *link, chunked, result);
+      if (sent_body == sent::client_failed) {
         link->finish(false, false);
         return result;
+      }
+      if (sent_body == sent::downstream_failed) {
+        // A downstream that stops reading a body has often answered already (413, 401): that answer is
+        // the client's, when it is there; else the gateway's 502 stands.
+        proxy_result early;
+        early.answer.status = 0;
+        if (relay_answer(*link, req, false, early)) return early;
+        link->finish(false, true);
+        return head_sent_ ? early : result;  // an answer cut after its head: nothing more goes out
       }
     }
     // From here the client is watched: one that leaves cancels the exchange.

@@ -195,6 +195,20 @@ TEST_CASE("proxy: a failing downstream gets the gateway answer and 100-continue 
     CHECK(r.status == 200);
     CHECK(r.json()["received"] == 5);
   }
+  SECTION("a downstream that answers before it has read the body: its answer reaches the client") {
+    // The mock refuses a Content-Length over 64 KiB with 413 from the head, and closes.
+    http_connection client(gw.port());
+    client.send_raw("POST /shop/coupon?sku=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\n\r\n");
+    const std::string piece(64 * 1024, 'b');
+    try {
+      for (int i = 0; i < 64; ++i) client.send_raw(piece, 2000ms);
+    } catch (const http_error&) {
+      // the gateway closed its side after answering: expected once the answer is out
+    }
+    const auto r = client.read_response();
+    CHECK(r.status == 413);
+    CHECK(r.header("Connection") == "close");
+  }
   SECTION("a refused downstream: 502") {
     refused_port closed;
     gateway_process other(
