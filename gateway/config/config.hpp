@@ -327,7 +327,7 @@ struct proxy_settings {
   microseconds idle_timeout = std::chrono::seconds(60);  // no progress either way for this long: ended
   microseconds connect_timeout{};                        // 0: the downstream's
   std::size_t max_body_bytes = 0;                        // request body; 0 = unlimited (streamed)
-  std::size_t buffer_bytes = 64 * 1024;                  // per direction, per exchange
+  std::size_t buffer_bytes = 32 * 1024;                  // per exchange (both directions in turn)
 };
 
 struct route_settings {

@@ -12,11 +12,14 @@
 #include <boost/asio/write.hpp>
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cerrno>
 #include <optional>
+#include <utility>
 
 namespace gateway {
 
@@ -54,16 +57,48 @@ class pooled_link final : public proxy_link {
 
   io_result write(std::string_view first, std::string_view second, clock::time_point until,
                   net::yield_context yield) override {
-    const std::array<net::const_buffer, 2> pieces{net::buffer(first.data(), first.size()),
-                                                  net::buffer(second.data(), second.size())};
-    return run(until, [&](error_code& ec) {
+    std::size_t done = 0;
+    just_wrote_ = true;
+    if (!conn_->tls && !cancel_.cancelled()) {
+      // What the socket takes at once needs no asynchronous operation (nor a switch of coroutines).
+      std::array<iovec, 2> iov{{{const_cast<char*>(first.data()), first.size()},
+                                {const_cast<char*>(second.data()), second.size()}}};
+      msghdr msg{};
+      msg.msg_iov = iov.data();
+      msg.msg_iovlen = second.empty() ? 1 : 2;
+      ssize_t n = 0;
+      do {
+        n = ::sendmsg(conn_->socket.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      } while (n < 0 && errno == EINTR);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return {0, status::failed};
+      done = static_cast<std::size_t>(std::max<ssize_t>(n, 0));
+      if (done == first.size() + second.size()) return {done, status::ok};
+    }
+    const std::array<net::const_buffer, 2> pieces{
+        net::buffer(first.data(), first.size()) + std::min(done, first.size()),
+        net::buffer(second.data(), second.size()) + (done > first.size() ? done - first.size() : 0)};
+    auto r = run(until, [&](error_code& ec) {
       return conn_->tls ? net::async_write(conn_->tls->stream, pieces, yield[ec])
                         : net::async_write(conn_->socket, pieces, yield[ec]);
     });
+    r.bytes += done;
+    return r;
   }
 
   io_result read_some(char* out, std::size_t max, clock::time_point until,
                       net::yield_context yield) override {
+    // Right after a write the answer cannot be there yet: no read that would find nothing (Asio's own
+    // operation tries one first anyway).
+    if (!conn_->tls && !cancel_.cancelled() && !std::exchange(just_wrote_, false)) {
+      // What is there already is taken without an asynchronous operation.
+      ssize_t n = 0;
+      do {
+        n = ::recv(conn_->socket.native_handle(), out, max, MSG_DONTWAIT);
+      } while (n < 0 && errno == EINTR);
+      if (n > 0) return {static_cast<std::size_t>(n), status::ok};
+      if (n == 0) return {0, status::eof};
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return {0, status::failed};
+    }
     auto r = run(until, [&](error_code& ec) {
       return conn_->tls ? conn_->tls->stream.async_read_some(net::buffer(out, max), yield[ec])
                         : conn_->socket.async_read_some(net::buffer(out, max), yield[ec]);
@@ -98,29 +133,42 @@ class pooled_link final : public proxy_link {
     if (cancel_.cancelled()) return {0, status::cancelled};
     if (!conn_) return {0, status::failed};
     timed_out_ = false;
-    const auto turn = ++turns_;
-    timer_.expires_at(until);
-    timer_.async_wait([alive = alive_, turn](const error_code& ec) {
-      if (ec || *alive == nullptr) return;
-      auto& self = **alive;
-      if (self.turns_ != turn) return;  // due as the operation ended: it has already returned
-      self.timed_out_ = true;
-      error_code ignored;
-      self.conn_->socket.cancel(ignored);
-    });
+    due_ = until;
+    waiting_ = true;
+    arm_timer();
     cancel_source::scoped_hook hook(cancel_, [this] {
       error_code ignored;
       if (conn_) conn_->socket.cancel(ignored);
     });
     error_code ec;
     const std::size_t bytes = op(ec);
-    ++turns_;
-    timer_.cancel();
+    waiting_ = false;  // the timer stays set: the next wait, due later, mostly finds it set already
     if (!ec) return {bytes, status::ok};
     if (timed_out_) return {bytes, status::timed_out};
     if (cancel_.cancelled()) return {bytes, status::cancelled};
     if (ec == net::error::eof) return {bytes, status::eof};
     return {bytes, status::failed};
+  }
+
+  // The timer is set for the current wait's end only when it is not set already for an earlier time (the
+  // waits' ends mostly move later: idle timeouts); set early, it sets itself again when it fires. So a
+  // stream of reads and writes costs a timer operation per idle_timeout, not one per wait.
+  void arm_timer() {
+    if (timer_set_ && timer_at_ <= due_) return;
+    timer_set_ = true;
+    timer_at_ = due_;
+    timer_.expires_at(due_);  // replaces a later setting (its handler runs as aborted)
+    timer_.async_wait([alive = alive_, turn = ++turns_](const error_code& ec) {
+      if (*alive == nullptr) return;
+      auto& self = **alive;
+      if (self.turns_ != turn) return;  // replaced by a later setting
+      self.timer_set_ = false;
+      if (ec || !self.waiting_) return;
+      if (clock::now() < self.due_) return self.arm_timer();
+      self.timed_out_ = true;
+      error_code ignored;
+      self.conn_->socket.cancel(ignored);
+    });
   }
 
   bool connect(clock::time_point until, net::yield_context yield, std::string& why);
@@ -142,7 +190,12 @@ class pooled_link final : public proxy_link {
   cancel_source& cancel_;
   net::steady_timer timer_;
   connection_pool::handle conn_;
-  std::uint64_t turns_ = 0;  // numbers the operations, for a timer's handler that runs late
+  std::uint64_t turns_ = 0;  // numbers the timer's settings, for a handler of a replaced one
+  clock::time_point due_{};  // the current wait's end
+  clock::time_point timer_at_{};
+  bool timer_set_ = false;
+  bool waiting_ = false;     // a wait is running (the timer's handler ends it at due_)
+  bool just_wrote_ = false;  // the last operation was a write
   bool timed_out_ = false;
   bool finished_ = false;
   std::shared_ptr<pooled_link*> alive_;  // null once destroyed: the timer's handler may still be queued

@@ -1,7 +1,9 @@
 #pragma once
 // One pass-through exchange's connection to an HTTP downstream (proxy routes): leased from the
 // downstream's own pools (downstream::lease) on the request's I/O thread by the request's coroutine, which
-// then writes and reads raw bytes through it (through TLS for an https downstream). Every wait ends by a
+// then writes and reads raw bytes through it (through TLS for an https downstream). On a plain
+// connection, what the socket takes or holds at once is written or read by one system call, without an
+// asynchronous operation; only a wait goes through Asio. Every wait ends by a
 // given time (timed_out) or when the exchange's cancel_source fires (cancelled): the source's hook is
 // the link's only while one of its waits runs, and only cancels the socket's operations, so it may fire
 // from any completion handler on the thread without running the coroutine inside it.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -432,58 +433,90 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
   if (chunk_out) head += "Transfer-Encoding: chunked\r\n";
   if (!keep_alive) head += "Connection: close\r\n";
   head += "\r\n";
-  if (!io_.send(head, {}, settings_.idle_timeout, yield_)) {
-    gone(result);
-    return false;
-  }
-  head_sent_ = true;
   result.status = status;
 
-  // The body, piece by piece: parsed out of the first half into the second, written with the client's
-  // framing.
+  // The head goes out with the body's first piece (one write for a small answer). `emit` writes a piece
+  // with what precedes it; false when the client is gone.
   body_framing framing(chunk_out);
-  parser->eager(true);
-  while (!parser->is_done()) {
-    auto& body = parser->get().body();
-    body.data = out;
-    body.size = out_room;
-    error_code ec;
-    if (end > begin) {
-      begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
-      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+  std::string pending = std::move(head);
+  const auto emit = [&](std::string_view prefix, std::string_view piece) {
+    bool ok = false;
+    if (!head_sent_) {
+      pending += prefix;
+      ok = io_.send(pending, piece, settings_.idle_timeout, yield_);
+      head_sent_ = true;  // or partly: nothing else may go out now
+    } else {
+      ok = io_.send(prefix, piece, settings_.idle_timeout, yield_);
     }
-    if (ec) {
-      fail(result, 502, "");
+    if (!ok) {
+      cancel_.request_cancel(cancel_reason::client_gone);
+      gone(result);
       return false;
     }
-    const std::size_t produced = out_room - body.size;
-    if (produced > 0) {
-      if (!io_.send(framing.before(produced), std::string_view(out, produced), settings_.idle_timeout,
-                    yield_)) {
-        cancel_.request_cancel(cancel_reason::client_gone);
-        gone(result);
+    result.sent_bytes += piece.size();
+    return true;
+  };
+
+  bool extra = false;  // bytes past the answer: the connection is not reused
+  if (bodiless) {
+    // nothing to read
+  } else if (!parser->chunked()) {
+    // An identity body (a length, or up to the close): its bytes are relayed as read, through the whole
+    // buffer, without parsing.
+    auto left = length.value_or(std::numeric_limits<std::uint64_t>::max());
+    for (;;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, left));
+      if (n > 0 && !emit(framing.before(n), std::string_view(in + begin, n))) return false;
+      begin += n;
+      left -= n;
+      if (length && left == 0) break;
+      begin = end = 0;
+      const auto r = link.read_some(buffer_.data(), buffer_.size(), idle_deadline(), yield_);
+      if (r.bytes > 0) {
+        in = buffer_.data();
+        end = r.bytes;
+        continue;
+      }
+      if (r.how == proxy_link::status::eof && !length) break;  // the end of an answer up to the close
+      fail(result, 502, "downstream answer cut short");        // after the head: the connection just ends
+      return false;
+    }
+    extra = end > begin;
+  } else {
+    // A chunked body: parsed out of the first half of the buffer into the second.
+    parser->eager(true);
+    while (!parser->is_done()) {
+      auto& body = parser->get().body();
+      body.data = out;
+      body.size = out_room;
+      error_code ec;
+      if (end > begin) {
+        begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
+        if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+      }
+      if (ec) {
+        fail(result, 502, "downstream answer's chunks are malformed");
         return false;
       }
-      result.sent_bytes += produced;
-      continue;
+      const std::size_t produced = out_room - body.size;
+      if (produced > 0) {
+        if (!emit(framing.before(produced), std::string_view(out, produced))) return false;
+        continue;
+      }
+      if (parser->is_done()) break;
+      if (read_more(idle_deadline()) != proxy_link::status::ok) {
+        fail(result, 502, "downstream answer cut short");
+        return false;
+      }
     }
-    if (parser->is_done()) break;
-    const auto how = read_more(idle_deadline());
-    if (how == proxy_link::status::ok) continue;
-    if (how == proxy_link::status::eof && to_end) {
-      parser->put_eof(ec);
-      break;
-    }
-    fail(result, 502, "");  // cut: the client's connection ends without a forged end of body
-    return false;
+    extra = end > begin;
   }
-  if (chunk_out && !io_.send(framing.end(), {}, settings_.idle_timeout, yield_)) {
-    gone(result);
-    return false;
+  if (!head_sent_ || chunk_out) {
+    if (!emit(framing.end(), {})) return false;
   }
   result.keep_alive = keep_alive && !to_end;
   // Nothing may follow the answer on a connection that goes back to the pool.
-  const bool reusable = !to_end && parser->keep_alive() && begin == end && request_whole;
+  const bool reusable = !to_end && parser->keep_alive() && !extra && request_whole;
   link.finish(reusable, false);
   return true;
 }

@@ -2,9 +2,11 @@
 // A pass-through route's exchange (route_settings::proxy), run by the connection's coroutine once the
 // request's head is read: the request goes to the route's downstream with its method, rewritten path,
 // the client's end-to-end fields (the route's header policy applied, the forwarded fields set) and its
-// body streamed as it arrives; the downstream's answer comes back the same way, head first, then the body
-// piece by piece. Each direction goes through one buffer of proxy.buffer_bytes (half for what is read,
-// half for what is written), so an upload or download of any size costs the gateway a fixed amount.
+// body streamed as it arrives; the downstream's answer comes back the same way, its head together with
+// the body's first piece, then the body piece by piece. One buffer of proxy.buffer_bytes serves both
+// directions in turn: an identity answer body (a length, or up to the close) is relayed as read through
+// all of it; a chunked body, an upload, and the answer's head use half for what is read and half for
+// what is written. So an upload or download of any size costs the gateway a fixed amount.
 //
 // Framing is the gateway's own on each side (RFC 9112): a body with a Content-Length keeps it; a chunked
 // one, or one that ends with the downstream's connection, goes to an HTTP/1.1 client chunked (to an

@@ -179,6 +179,30 @@ TEST_CASE("tls listener: requests over TLS are answered as over plain TCP", "[tl
   CHECK(metric(gw, "gateway_tls_handshake_failures_total") == 0);
 }
 
+TEST_CASE("tls listener: pass-through routes stream bodies over TLS", "[tls][listener][proxy]") {
+  tls_files certs;
+  mock_downstream mock({"--record-headers", "x-forwarded-proto"});
+  auto config = tls_config(mock, certs.server_cert, certs.server_key);
+  config += "  - path_prefix: /raw/\n    proxy: {downstream: mock, rewrite: /}\n";
+  gateway_process gw(config);
+  tls_relay relay(gw.port(), verified_by(certs.ca_cert));
+  http_connection client(relay.port(), 10000ms);
+  // A download larger than the buffer, then an upload in chunks, on one TLS connection.
+  auto r = client.request("GET", "/raw/__bytes?n=3000000", {}, {}, 20000ms);
+  REQUIRE(r.status == 200);
+  CHECK(r.body.size() == 3000000);
+  const std::string piece(100000, 'u');
+  client.send_raw("PUT /raw/__sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  for (int i = 0; i < 20; ++i) client.send_raw("186a0\r\n" + piece + "\r\n");
+  client.send_raw("0\r\n\r\n");
+  r = client.read_response(20000ms);
+  REQUIRE(r.status == 200);
+  CHECK(r.json()["received"] == 2000000);
+  // The downstream learns the client came over TLS.
+  CHECK(http_connection(relay.port()).get("/raw/coupon?sku=1").status == 200);
+  CHECK(mock.stats()["paths"]["coupon"]["last_headers"]["x-forwarded-proto"] == "https");
+}
+
 TEST_CASE("tls listener: ALPN selects http/1.1, TLS 1.0 and 1.1 are refused, min_version 1.3",
           "[tls][listener]") {
   tls_files certs;
