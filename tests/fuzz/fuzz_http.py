@@ -7,7 +7,12 @@ random.seed(7)
 base = [b"GET /api/offer/aggregate?sku=A1 HTTP/1.1\r\nHost: x\r\n\r\n",
         b"POST /api/offer/aggregate?sku=A1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
         b"GET /api/offer/aggregate?sku=A1 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-        b"GET /api/offer/aggregate?sku=%41%zz HTTP/1.0\r\n\r\n"]
+        b"GET /api/offer/aggregate?sku=%41%zz HTTP/1.0\r\n\r\n",
+        # the pass-through route (/raw/ -> the mock), when the gateway has one
+        b"GET /raw/coupon?sku=A1 HTTP/1.1\r\nHost: x\r\nConnection: X-A\r\nX-A: 1\r\n\r\n",
+        b"PUT /raw/__sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nT: 1\r\n\r\n",
+        b"POST /raw/__sink HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello",
+        b"GET /raw/__bytes?n=100000&chunked=1 HTTP/1.1\r\nHost: x\r\n\r\nGET /raw/__bytes?n=7 HTTP/1.0\r\n\r\n"]
 def mutate(b):
     b = bytearray(b)
     for _ in range(random.randint(1, 8)):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Survival check: a real gateway (with the mock downstream behind it, both on loopback port 0) takes
+# Survival check: a real gateway (with the mock downstream behind it, both on loopback port 0; an
+# aggregate route and a pass-through route) takes
 # SECONDS (default 20) of mutated and trickled requests from tests/fuzz/fuzz_http.py, then must still
 # answer 200 to the seed route and exit 0 on SIGTERM. Exits non-zero otherwise, with the logs.
 #   tests/fuzz/http_survival.sh BIN_DIR [SECONDS]      e.g. tests/fuzz/http_survival.sh build/release/bin 20
@@ -55,6 +56,8 @@ calls=(inventory channel-price coupon review-summary logistics-eta recommendatio
     printf '      - {name: %s, downstream: %s, path: "/%s?sku={sku}", fallback: {priceCent: -1, stock: 0}}\n' \
       "$c" "$c" "$c"
   done
+  # A pass-through route to the mock: mutated requests stream through it too.
+  printf '  - path_prefix: /raw/\n    proxy: {downstream: coupon, rewrite: /, timeout: 2s, idle_timeout: 2s}\n'
 } >"$work/gateway.yaml"
 
 "$bin/gateway" --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
@@ -67,12 +70,15 @@ kill -0 "$gateway_pid" 2>/dev/null || fail "the gateway died under fuzz_http.py"
 
 status=$(python3 - "$port" <<'EOF'
 import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
-c.request("GET", "/api/offer/aggregate?sku=A1")
-print(c.getresponse().status)
+statuses = []
+for target in ("/api/offer/aggregate?sku=A1", "/raw/coupon?sku=A1"):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+    c.request("GET", target)
+    statuses.append(str(c.getresponse().status))
+print(" ".join(statuses))
 EOF
-) || fail "GET /api/offer/aggregate?sku=A1 failed after the fuzzing"
-[ "$status" = 200 ] || fail "GET /api/offer/aggregate?sku=A1 answered $status after the fuzzing"
+) || fail "GET /api/offer/aggregate?sku=A1 or /raw/coupon?sku=A1 failed after the fuzzing"
+[ "$status" = "200 200" ] || fail "the aggregate and pass-through routes answered $status after the fuzzing"
 
 kill -TERM "$gateway_pid"
 for _ in $(seq 1 200); do
@@ -87,4 +93,4 @@ gateway_pid=""
 kill -TERM "$mock_pid"
 wait "$mock_pid" || true
 mock_pid=""
-echo "ok   http survival: still answering 200, exit 0 on SIGTERM"
+echo "ok   http survival: both routes still answering 200, exit 0 on SIGTERM"
