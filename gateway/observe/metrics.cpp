@@ -39,7 +39,8 @@ constexpr std::array<call_outcome, call_outcome_count> outcomes{
 worker_metrics::worker_metrics(const gateway_config& config)
     : request_duration_((config.routes.size() + 1) * methods.size() * status_slots),
       call_duration_(config.downstreams.size() * outcome_count),
-      degraded_(config.routes.size()) {
+      degraded_(config.routes.size()),
+      proxy_bytes_(config.routes.size() * 2) {
   std::size_t calls = 0;
   for (const auto& route : config.routes) {
     call_offset_.push_back(calls);
@@ -115,6 +116,16 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   for (std::size_t r = 0; r < config_.routes.size(); ++r) {
     out.sample("gateway_degraded_responses_total", {{"route", config_.routes[r].path}},
                sum_counters(&worker_metrics::degraded_, r));
+  }
+  out.family("gateway_proxy_bytes_total", "counter",
+             "Body bytes through pass-through routes: the client's to the downstream (request), the "
+             "downstream's to the client (response).");
+  for (std::size_t r = 0; r < config_.routes.size(); ++r) {
+    if (!config_.routes[r].proxy) continue;
+    out.sample("gateway_proxy_bytes_total", {{"route", config_.routes[r].path}, {"direction", "request"}},
+               sum_counters(&worker_metrics::proxy_bytes_, r * 2));
+    out.sample("gateway_proxy_bytes_total", {{"route", config_.routes[r].path}, {"direction", "response"}},
+               sum_counters(&worker_metrics::proxy_bytes_, r * 2 + 1));
   }
   out.family("gateway_fallbacks_total", "counter", "Entries replaced by their fallback.");
   for (std::size_t r = 0; r < config_.routes.size(); ++r) {

@@ -41,6 +41,11 @@ class worker_metrics {
     call_duration_[downstream * outcome_count + static_cast<std::size_t>(outcome)].observe(latency);
   }
   void degraded_response(std::size_t route) { bump(degraded_[route]); }
+  // A pass-through exchange of `route` moved `request` body bytes to its downstream, `response` back.
+  void proxy_bytes(std::size_t route, std::uint64_t request, std::uint64_t response) {
+    proxy_bytes_[route * 2].fetch_add(request, std::memory_order_relaxed);
+    proxy_bytes_[route * 2 + 1].fetch_add(response, std::memory_order_relaxed);
+  }
   void fallback(std::size_t route, std::size_t call) { bump(fallbacks_[call_offset_[route] + call]); }
   void client_disconnect() { bump(disconnects_); }
   void shed(shed_reason why) { bump(shed_[static_cast<std::size_t>(why)]); }
@@ -58,6 +63,7 @@ class worker_metrics {
   std::vector<histogram> request_duration_;  // [((route + 1) * methods + method) * status_slots + slot]
   std::vector<histogram> call_duration_;     // [downstream * outcome_count + outcome]
   std::vector<counter> degraded_;            // per route
+  std::vector<counter> proxy_bytes_;         // per route: [route * 2] request, [route * 2 + 1] response
   std::vector<counter> fallbacks_;           // per route call, flattened
   std::vector<std::size_t> call_offset_;     // first fallbacks_ index of each route
   counter disconnects_{0};

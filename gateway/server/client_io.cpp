@@ -158,6 +158,23 @@ client_io::body_read client_io::read_body(body_parser& parser, char* out, std::s
   }
 }
 
+void client_io::linger(clock::duration max, std::size_t max_bytes, net::yield_context yield) {
+  if (state_ == state::peer_closed || state_ == state::watching) return;
+  const auto until = clock::now() + max;
+  std::size_t dropped = buffer_.size();
+  buffer_.consume(buffer_.size());
+  while (dropped < max_bytes) {
+    if (state_ == state::drained && wait_readable(until, yield) != wait_result::readable) return;
+    const auto got = read_now(socket_, buffer_, 1024);
+    dropped += got.bytes;
+    buffer_.consume(buffer_.size());
+    if (got.drained && (exact_ || got.ec == net::error::would_block)) note_drained();
+    if (got.ec && got.ec != net::error::would_block) return;  // the client closed (or reset)
+    if (got.bytes == 0 && state_ != state::drained && wait_readable(until, yield) != wait_result::readable)
+      return;
+  }
+}
+
 void client_io::note_drained() {
   on(event::looked_empty);
   // Reports whatever arrives from now on; after an abort nothing is queued (the next wait must see it).

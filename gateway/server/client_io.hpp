@@ -74,6 +74,10 @@ class client_io final : read_readiness::listener {
   bool send(std::string_view head, std::string_view body, clock::duration write_timeout,
             boost::asio::yield_context yield);
 
+  // After the send side is shut down: reads and drops what the client still sends, until it closes, for
+  // at most `max` or `max_bytes` (a lingering close).
+  void linger(clock::duration max, std::size_t max_bytes, boost::asio::yield_context yield);
+
   void watch_peer(std::function<void()> on_close);
   void stop_watch();
   bool peer_closed() const { return state_ == state::peer_closed; }

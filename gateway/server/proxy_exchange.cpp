@@ -270,7 +270,6 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
   body_framing framing(chunked);
   char* piece = buffer_.data() + buffer_.size() / 2;
   const std::size_t room = buffer_.size() - buffer_.size() / 2;
-  std::uint64_t total = 0;
   for (;;) {
     const auto got = io_.read_body(parser, piece, room, idle_deadline(), yield_);
     if (!got.ok) {
@@ -283,7 +282,7 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
       }
       return sent::client_failed;
     }
-    total += got.bytes;
+    result.uploaded_bytes += got.bytes;
     if (got.bytes > 0) {
       const auto w =
           link.write(framing.before(got.bytes), std::string_view(piece, got.bytes), idle_deadline(), yield_);
@@ -538,6 +537,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   if (settings_.max_body_bytes != 0 && parser.content_length() &&
       *parser.content_length() > settings_.max_body_bytes) {
     fail(result, 413, "request body larger than proxy.max_body_bytes");
+    result.body_unread = true;
     return result;
   }
   const beast_headers<http::request<http::buffer_body>> client(req);
@@ -558,6 +558,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   }
   auto done = exchange_once(parser, head, may_retry);
   done.answer.request_id = request_id_;
+  done.body_unread = done.body_unread || !parser.is_done();
   if (breaker != nullptr) {
     const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
     const auto outcome = done.status == 499 || own ? call_outcome::cancelled
@@ -602,6 +603,8 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
         // the client's, when it is there; else the gateway's 502 stands.
         proxy_result early;
         early.answer.status = 0;
+        early.uploaded_bytes = result.uploaded_bytes;
+        early.body_unread = result.body_unread = true;
         if (relay_answer(*link, req, false, early)) return early;
         link->finish(false, true);
         return head_sent_ ? early : result;  // an answer cut after its head: nothing more goes out

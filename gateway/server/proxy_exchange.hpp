@@ -41,7 +41,9 @@ struct proxy_result {
   outbound_response answer;
   unsigned status = 0;           // sent to the client: the downstream's, the gateway's, or 499 (client gone)
   std::uint64_t sent_bytes = 0;  // answer body bytes written to the client
-  bool keep_alive = false;       // the connection may take another request
+  std::uint64_t uploaded_bytes = 0;  // request body bytes written to the downstream
+  bool body_unread = false;          // the request's body was not read whole: the close should linger
+  bool keep_alive = false;           // the connection may take another request
 };
 
 // `parser` holds the request's head (its body unread), its framing checked; `route` is a proxy route.

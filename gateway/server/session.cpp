@@ -52,6 +52,12 @@ unsigned status_for_read_error(const error_code& ec) {
   return 0;
 }
 
+// A connection that ends with a request's body unread (refused from its head, or cut short) is closed
+// lingering (RFC 9112 9.6): what the client still sends is read and dropped for at most this long and
+// this much, so that the close does not reset the connection before the client has read its answer.
+constexpr auto linger_time = std::chrono::seconds(5);
+constexpr std::size_t linger_bytes = 64 * 1024 * 1024;
+
 // While the gateway drains, a kept-alive connection waits this long for one more request, then closes.
 constexpr auto drain_idle_grace = std::chrono::milliseconds(500);
 
@@ -183,6 +189,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
   std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
+  bool body_unread = false;  // the connection ends with a request's body not read whole: linger
   // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
   const auto pass_through = [&](int route, const std::string& method, clock::time_point started) {
     auto& parser = *current;
@@ -190,6 +197,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     if (auto r = framing_refusal(req); r.status != 0) {
       send(r, false, method == "HEAD");
       finish(r, method, started);
+      body_unread = true;
       return false;
     }
     const bool over_budget = memory_budget::exhausted();
@@ -203,12 +211,15 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       r.request_id = make_request_id(header(req, "X-Request-Id"));
       send(r, false, method == "HEAD");  // the body, if any, is left unread: the connection ends
       finish(r, method, started);
+      body_unread = !parser.is_done();
       return false;
     }
     auto result =
         run_proxy(io, parser, ctx.config->routes[static_cast<std::size_t>(route)], route,
                   ctx.handler->proxy_target(route), ctx, {peer.address, peer.trusted, tls}, control, yield);
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    ctx.metrics->proxy_bytes(static_cast<std::size_t>(route), result.uploaded_bytes, result.sent_bytes);
+    body_unread = result.body_unread;
     auto& r = result.answer;
     if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
     r.route = route;
@@ -279,6 +290,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       if (r.status != 0) {
         send(r, false, method == "HEAD");
         finish(r, method, started);
+        body_unread = true;
         break;
       }
     }
@@ -290,6 +302,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
         r.body = error_body(error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status));
         send(r, false, parser.get().method() == http::verb::head);
         finish(r, "-", started);
+        body_unread = error_status == 413;  // a chunked body cut at the limit
       }
       break;
     }
@@ -298,6 +311,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     if (auto r = framing_refusal(req); r.status != 0) {
       send(r, false, method == "HEAD");
       finish(r, method, started);
+      body_unread = true;
       break;
     }
     // Nothing pipelined behind this request: free the read buffer while the request runs and the
@@ -362,6 +376,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     io.close(limits.write_timeout, yield);
   } else {
     socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+    if (body_unread) io.linger(linger_time, linger_bytes, yield);
     socket.close(ec);
   }
 }

@@ -135,6 +135,9 @@ TEST_CASE("proxy: bodies of any size stream through fixed buffers, both ways", "
     CHECK(r.body.size() == total / 4);
     CHECK(r.header("Transfer-Encoding") == "chunked");
   }
+  CHECK(metric(gw, "gateway_proxy_bytes_total", {{"route", "/shop/"}, {"direction", "request"}}) +
+            metric(gw, "gateway_proxy_bytes_total", {{"route", "/shop/"}, {"direction", "response"}}) >=
+        static_cast<double>(total));
   // Nothing near the body's size was held: the peak grew by far less than what went through.
   const long after = peak_rss_kib(gw);
   INFO("peak RSS before " << before << " KiB, after " << after << " KiB");
