@@ -376,7 +376,10 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     io.close(limits.write_timeout, yield);
   } else {
     socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
-    if (body_unread) io.linger(linger_time, linger_bytes, yield);
+    if (body_unread) {
+      listed.set_idle(true);  // nothing more is owed to it: a drain closes it at once
+      io.linger(ctx.state->closing ? drain_idle_grace : linger_time, linger_bytes, yield);
+    }
     socket.close(ec);
   }
 }

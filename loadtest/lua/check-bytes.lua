@@ -17,6 +17,11 @@
 --
 -- Environment: CHECK_BYTES (required), CHECK_LATENCY_FILE (optional).
 
+-- The shared latency writer, next to this script.
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local latency_file = require("latency_file")
+
 local expected = tonumber(os.getenv("CHECK_BYTES") or "")
 if not expected then
   error("check-bytes.lua: set CHECK_BYTES to the expected body size")
@@ -47,23 +52,6 @@ if per_answer then
   end
 end
 
-local function write_percentiles(path, latency)
-  local file = io.open(path, "w")
-  if not file then
-    io.stderr:write("check-bytes.lua: cannot write " .. path .. "\n")
-    return
-  end
-  file:write("# percentile milliseconds\n")
-  file:write(string.format("0 %.3f\n", latency.min / 1000))
-  for p = 1, 99 do
-    file:write(string.format("%d %.3f\n", p, latency:percentile(p) / 1000))
-  end
-  for _, p in ipairs({ 99.5, 99.9, 99.95, 99.99 }) do
-    file:write(string.format("%g %.3f\n", p, latency:percentile(p) / 1000))
-  end
-  file:close()
-end
-
 function done(summary, latency, requests)
   local e = summary.errors
   local total = { answers = 0, good = 0, bad = 0, non200 = 0 }
@@ -92,5 +80,5 @@ function done(summary, latency, requests)
   io.write(string.format("bytes: total=%d per_answer=%.1f\n", summary.bytes,
     summary.requests > 0 and summary.bytes / summary.requests or 0))
   local path = os.getenv("CHECK_LATENCY_FILE")
-  if path and path ~= "" then write_percentiles(path, latency) end
+  if path and path ~= "" then latency_file.write(path, latency, "check-bytes.lua") end
 end

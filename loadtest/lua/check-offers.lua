@@ -11,6 +11,11 @@
 --
 -- Environment: CHECK_ENTRIES (default 6), CHECK_SKUS (default 10000), CHECK_LATENCY_FILE (optional).
 
+-- The shared latency writer, next to this script.
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local latency_file = require("latency_file")
+
 local threads = {}
 local counters = { "answers", "good", "bad", "non200", "degraded" }
 
@@ -56,23 +61,6 @@ function response(status, headers, body)
   end
 end
 
-local function write_percentiles(path, latency)
-  local file = io.open(path, "w")
-  if not file then
-    io.stderr:write("check-offers.lua: cannot write " .. path .. "\n")
-    return
-  end
-  file:write("# percentile milliseconds\n")
-  file:write(string.format("0 %.3f\n", latency.min / 1000))
-  for p = 1, 99 do
-    file:write(string.format("%d %.3f\n", p, latency:percentile(p) / 1000))
-  end
-  for _, p in ipairs({ 99.5, 99.9, 99.95, 99.99 }) do
-    file:write(string.format("%g %.3f\n", p, latency:percentile(p) / 1000))
-  end
-  file:close()
-end
-
 function done(summary, latency, requests)
   local total = {}
   for _, name in ipairs(counters) do
@@ -90,5 +78,5 @@ function done(summary, latency, requests)
     latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000,
     latency:percentile(99.9) / 1000, latency.max / 1000))
   local path = os.getenv("CHECK_LATENCY_FILE")
-  if path and path ~= "" then write_percentiles(path, latency) end
+  if path and path ~= "" then latency_file.write(path, latency, "check-offers.lua") end
 end
