@@ -6,7 +6,9 @@
 
 #include <charconv>
 #include <limits>
+#include <set>
 #include <string_view>
+#include <vector>
 
 namespace gateway {
 namespace {
@@ -335,13 +337,54 @@ void yaml_reader::each_entry(const std::string& item,
   }
 }
 
+namespace {
+
+// The edit distance between two keys (insertions, deletions, substitutions and swaps of neighbours, each
+// one step), for suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] =
+          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The known key closest to `name`, when it is close enough to be a slip (at most two steps, and fewer
+// than half its length); empty otherwise.
+std::string closest_key(const std::string& name, const std::set<std::string>& known) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& key : known) {
+    const auto distance = edit_distance(name, key);
+    if (distance < best_distance && distance * 2 < std::max(name.size(), key.size())) {
+      best = key;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 void yaml_reader::finish() {
   if (!valid_) return;
   std::set<std::string> seen;
   for (const auto& [k, v] : entries_) {
     const std::string name = k.IsScalar() ? k.Scalar() : std::string("?");
     if (!seen.insert(name).second) report(errors_, k, what_ + ": duplicate key '" + name + "'");
-    if (!iterated_ && !used_.contains(name)) report(errors_, k, what_ + ": unknown key '" + name + "'");
+    if (iterated_ || used_.contains(name)) continue;
+    // A key the section knows (it asked for it) that is close: the likely intent.
+    const auto suggestion = name.size() <= 64 ? closest_key(name, used_) : std::string();
+    report(errors_, k,
+           what_ + ": unknown key '" + name + "'" +
+               (suggestion.empty() ? std::string() : ", did you mean '" + suggestion + "'?"));
   }
 }
 

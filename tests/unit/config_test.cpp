@@ -94,7 +94,15 @@ TEST_CASE("each kind of error is reported at its line and column", "[config]") {
     const auto e = only_error("  threads: 2", "  thread: 2");
     CHECK(e.line == 3);
     CHECK(e.column == 3);
-    CHECK_THAT(e.message, Catch::Contains("unknown key 'thread'"));
+    CHECK_THAT(e.message, Catch::Contains("unknown key 'thread', did you mean 'threads'?"));
+  }
+  SECTION("unknown key: a slip gets a suggestion, anything else none") {
+    auto e = only_error("        required: true", "        requird: true");
+    CHECK_THAT(e.message, Catch::Contains("unknown key 'requird', did you mean 'required'?"));
+    e = only_error("        timeout: 100ms", "        tiemout: 100ms");  // two letters swapped
+    CHECK_THAT(e.message, Catch::Contains("did you mean 'timeout'?"));
+    e = only_error("  threads: 2", "  colour: 2");
+    CHECK_THAT(e.message, Catch::EndsWith("unknown key 'colour'"));
   }
   SECTION("wrong type") {
     const auto e = only_error("max_connections: 16", "max_connections: many");
