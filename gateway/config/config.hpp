@@ -358,6 +358,8 @@ struct gateway_config {
   shutdown_settings shutdown;
   std::vector<downstream_settings> downstreams;
   std::vector<route_settings> routes;
+  // Values taken from a credential's environment variable (${..._TOKEN}, ...): never shown in /config.
+  std::vector<std::string> secret_values;
 
   const downstream_settings* find_downstream(const std::string& name) const;
 };

@@ -163,6 +163,26 @@ nlohmann::json route_json(const route_settings& r) {
 
 }  // namespace
 
+namespace {
+
+// Every string holding a value taken from a credential's environment variable becomes "<redacted>".
+void redact_secrets(nlohmann::json& j, const std::vector<std::string>& secrets) {
+  if (secrets.empty()) return;
+  if (j.is_string()) {
+    const auto& text = j.get_ref<const std::string&>();
+    for (const auto& secret : secrets) {
+      if (text.find(secret) != std::string::npos) {
+        j = "<redacted>";
+        return;
+      }
+    }
+  } else if (j.is_structured()) {
+    for (auto& item : j) redact_secrets(item, secrets);
+  }
+}
+
+}  // namespace
+
 nlohmann::json effective_config_json(const gateway_config& c) {
   nlohmann::json j;
   j["source"] = c.source;
@@ -208,6 +228,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   for (const auto& d : c.downstreams) j["downstreams"][d.name] = downstream_json(d);
   j["routes"] = nlohmann::json::array();
   for (const auto& r : c.routes) j["routes"].push_back(route_json(r));
+  redact_secrets(j, c.secret_values);
   return j;
 }
 

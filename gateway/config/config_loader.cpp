@@ -19,6 +19,7 @@ namespace {
 
 gateway_config read_config(const YAML::Node& root, std::vector<config_error>& errors) {
   gateway_config cfg;
+  yaml_reader::secret_collector secrets(cfg.secret_values);
   config_parse_state state{errors, {}, {}, {}};
   yaml_reader top(root, errors, "top level");
   if (auto n = top.section("server")) read_server(state, *n, cfg.server);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 namespace gateway {
 
@@ -93,7 +94,22 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem) {
+namespace {
+
+// A variable whose name says it holds a credential: its value is never shown (in /config).
+bool credential_variable(const std::string& name) {
+  std::string upper;
+  for (const char c : name) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  for (const char* word : {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem,
+                    bool* secret) {
   out.clear();
   std::size_t i = 0;
   while (i < text.size()) {
@@ -104,22 +120,29 @@ bool substitute_env(const std::string& text, std::string& out, bool& used, std::
       problem = "unterminated ${ in value";
       return false;
     }
-    const std::string name = text.substr(start + 2, end - start - 2);
+    std::string name = text.substr(start + 2, end - start - 2);
+    std::optional<std::string> fallback;  // ${NAME:-default}: when NAME is unset or empty
+    if (const auto dash = name.find(":-"); dash != std::string::npos) {
+      fallback = name.substr(dash + 2);
+      name.resize(dash);
+    }
     const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
       return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     });
     if (!valid) {
-      problem = "bad environment reference ${" + name + "}";
+      problem = "bad environment reference ${" + text.substr(start + 2, end - start - 2) + "}";
       return false;
     }
     const char* value = std::getenv(name.c_str());
-    if (value == nullptr) {
-      problem = "environment variable " + name + " is not set";
+    const bool unset = value == nullptr || (fallback && *value == '\0');
+    if (unset && !fallback) {
+      problem = "environment variable " + name + " is not set (write ${" + name + ":-default} for a default)";
       return false;
     }
     out.append(text, i, start - i);
-    out += value;
+    out += unset ? *fallback : std::string(value);
     used = true;
+    if (secret != nullptr && credential_variable(name)) *secret = true;
     i = end + 1;
   }
   out.append(text, i, std::string::npos);

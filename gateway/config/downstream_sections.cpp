@@ -30,11 +30,7 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
       r.boolean("read_only", sql.read_only);
     } else if (driver == "postgres") {
       sql.driver = sql_driver::postgres;
-      std::string dsn;
-      if (r.string("dsn", dsn, true)) {
-        std::string problem;
-        if (!substitute_env(dsn, sql.dsn, sql.dsn_has_env, problem)) r.error_at("dsn", problem);
-      }
+      if (r.string("dsn", sql.dsn, true)) sql.dsn_has_env = r.from_environment("dsn");
     } else {
       r.error_at("driver", "driver must be 'sqlite' or 'postgres'");
     }

@@ -1,5 +1,7 @@
 #include "gateway/config/yaml_reader.hpp"
 
+#include "gateway/config/config_values.hpp"
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <limits>
 #include <set>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gateway {
@@ -160,6 +163,39 @@ void yaml_reader::error_here(const std::string& message) {
   report(errors_, node_, what_ + ": " + message);
 }
 
+namespace {
+thread_local std::vector<std::string>* secret_values = nullptr;
+}  // namespace
+
+yaml_reader::secret_collector::secret_collector(std::vector<std::string>& values)
+    : previous_(std::exchange(secret_values, &values)) {}
+
+yaml_reader::secret_collector::~secret_collector() {
+  secret_values = previous_;
+}
+
+bool yaml_reader::substituted(const YAML::Node& value, const std::string& key, std::string& text) {
+  const std::string& raw = value.Scalar();
+  if (raw.find("${") == std::string::npos) {
+    text = raw;
+    return true;
+  }
+  bool used = false;
+  bool secret = false;
+  std::string problem;
+  if (!substitute_env(raw, text, used, problem, &secret)) {
+    report(errors_, value, what_ + "." + key + ": " + problem);
+    return false;
+  }
+  if (used) from_env_.insert(key);
+  if (secret && secret_values != nullptr && !text.empty()) secret_values->push_back(text);
+  return true;
+}
+
+bool yaml_reader::scalar_text(const std::string& key, const YAML::Node*& value, std::string& text) {
+  return scalar(key, value) && substituted(*value, key, text);
+}
+
 bool yaml_reader::scalar(const std::string& key, const YAML::Node*& value) {
   value = find(key);
   if (!value) return false;
@@ -177,16 +213,16 @@ bool yaml_reader::string(const std::string& key, std::string& out, bool required
     return false;
   }
   if (!utf8(*v, key)) return false;
-  out = v->Scalar();
-  return true;
+  return substituted(*v, key, out);
 }
 
 bool yaml_reader::boolean(const std::string& key, bool& out) {
   const YAML::Node* v = nullptr;
-  if (!scalar(key, v)) return false;
-  if (v->Scalar() == "true") {
+  std::string text;
+  if (!scalar_text(key, v, text)) return false;
+  if (text == "true") {
     out = true;
-  } else if (v->Scalar() == "false") {
+  } else if (text == "false") {
     out = false;
   } else {
     report(errors_, *v, what_ + "." + key + ": expected true or false");
@@ -197,8 +233,8 @@ bool yaml_reader::boolean(const std::string& key, bool& out) {
 
 bool yaml_reader::size(const std::string& key, std::size_t& out, std::size_t min, std::size_t max) {
   const YAML::Node* v = nullptr;
-  if (!scalar(key, v)) return false;
-  const std::string& s = v->Scalar();
+  std::string s;
+  if (!scalar_text(key, v, s)) return false;
   std::size_t value = 0;
   std::size_t scale = 1;
   std::string_view digits = s;
@@ -237,8 +273,9 @@ bool yaml_reader::unsigned_int(const std::string& key, unsigned& out, unsigned m
 
 bool yaml_reader::duration(const std::string& key, microseconds& out, bool allow_zero) {
   const YAML::Node* v = nullptr;
-  if (!scalar(key, v)) return false;
-  auto d = parse_duration(v->Scalar());
+  std::string text;
+  if (!scalar_text(key, v, text)) return false;
+  auto d = parse_duration(text);
   if (!d || d->count() < (allow_zero ? 0 : 1) || *d > std::chrono::hours(24)) {
     report(errors_, *v,
            what_ + "." + key + ": expected a " + (allow_zero ? "" : "positive ") +
@@ -263,7 +300,9 @@ bool yaml_reader::string_list(const std::string& key, std::vector<std::string>& 
       return false;
     }
     if (!utf8(item, key)) return false;
-    out.push_back(item.Scalar());
+    std::string text;
+    if (!substituted(item, key, text)) return false;
+    out.push_back(std::move(text));
   }
   return true;
 }

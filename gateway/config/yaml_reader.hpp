@@ -58,13 +58,33 @@ class yaml_reader {
   // Reports unknown keys (every key not asked for) and duplicates.
   void finish();
 
+  // Whether the value of `key` (read by a getter) took something from the environment.
+  bool from_environment(const std::string& key) const { return from_env_.contains(key); }
+
+  // While one lives on a thread, the values readers on that thread took from a credential's environment
+  // variable (substitute_env's `secret`) are collected in `values`, to be hidden wherever shown.
+  class secret_collector {
+   public:
+    explicit secret_collector(std::vector<std::string>& values);
+    secret_collector(const secret_collector&) = delete;
+    secret_collector& operator=(const secret_collector&) = delete;
+    ~secret_collector();
+
+   private:
+    std::vector<std::string>* previous_;
+  };
+
  private:
   const YAML::Node* find(const std::string& key);
   bool scalar(const std::string& key, const YAML::Node*& value);
+  // A scalar value's text with ${ENV} references replaced (reported at the value when they fail).
+  bool scalar_text(const std::string& key, const YAML::Node*& value, std::string& text);
+  bool substituted(const YAML::Node& value, const std::string& key, std::string& text);
   bool utf8(const YAML::Node& value, const std::string& key);  // reports when not
 
   std::vector<std::pair<YAML::Node, YAML::Node>> entries_;
   std::set<std::string> used_;
+  std::set<std::string> from_env_;
   std::vector<config_error>& errors_;
   std::string what_;
   YAML::Node node_;

@@ -690,3 +690,33 @@ TEST_CASE("proxy routes: read with their defaults; what they cannot have is refu
     CHECK_THAT(r.errors[0].message, Catch::Contains("duplicate route"));
   }
 }
+
+TEST_CASE("${ENV} and ${ENV:-default} work in every value; credentials' values are hidden in /config",
+          "[config][env]") {
+  ::unsetenv("GW_TEST_UNSET");
+  ::setenv("GW_TEST_PORT", "9007", 1);
+  ::setenv("GW_TEST_API_TOKEN", "tok-s3cr3t", 1);
+  ::setenv("GW_TEST_EMPTY", "", 1);
+  const auto text = edited({{"  threads: 2", "  threads: ${GW_TEST_UNSET:-3}"},
+                            {"http://127.0.0.1:9001/base/", "http://127.0.0.1:${GW_TEST_PORT}/base/"},
+                            {"deadline: 300ms", "deadline: ${GW_TEST_EMPTY:-250ms}"},
+                            {"sku={sku}", "sku={sku}&key=${GW_TEST_API_TOKEN}"}});
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.errors.empty());
+  CHECK(r.config->server.threads == 3);
+  CHECK(r.config->downstreams[0].port == 9007);
+  CHECK(r.config->routes[0].deadline == std::chrono::milliseconds(250));
+  const auto shown = effective_config_json(*r.config).dump();
+  CHECK(shown.find("tok-s3cr3t") == std::string::npos);
+  CHECK(shown.find("<redacted>") != std::string::npos);
+  CHECK(shown.find("9007") != std::string::npos);  // not a credential: shown as used
+
+  const auto unset = load_config_text(edited({{"  threads: 2", "  threads: ${GW_TEST_UNSET}"}}), "t.yaml");
+  REQUIRE(unset.errors.size() == 1);
+  CHECK(unset.errors[0].line == 3);
+  CHECK_THAT(unset.errors[0].message, Catch::Contains("GW_TEST_UNSET is not set"));
+  CHECK_THAT(unset.errors[0].message, Catch::Contains(":-default"));
+  ::unsetenv("GW_TEST_PORT");
+  ::unsetenv("GW_TEST_API_TOKEN");
+  ::unsetenv("GW_TEST_EMPTY");
+}
