@@ -188,6 +188,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   j["source"] = c.source;
   j["server"] = {{"listen", format_listen(c.server.listen)},
                  {"threads", c.server.threads},
+                 {"reuse_port", c.server.reuse_port},
                  {"coroutine_stack", c.server.coroutine_stack},
                  {"stack_cache", c.server.stack_cache},
                  {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"

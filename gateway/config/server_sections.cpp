@@ -67,6 +67,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.unsigned_int("threads", s.threads, 0, 256);
   r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
   r.size("stack_cache", s.stack_cache, 0, 65536);
+  r.boolean("reuse_port", s.reuse_port);
   read_forwarding(r, s);
   if (auto c = r.section("compression")) read_compression(state, *c, s.compression);
   if (auto t = r.section("tls")) read_listener_tls(state, *t, s.tls);

@@ -76,6 +76,10 @@ acceptor::acceptor(const gateway_config& config, server_state& state, std::vecto
   protocol_ = endpoint.protocol();
   listener_.open(endpoint.protocol());
   listener_.set_option(net::socket_base::reuse_address(true));
+  if (config.server.reuse_port) {
+    using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    listener_.set_option(reuse_port(true));
+  }
   listener_.bind(endpoint, ec);
   if (ec)
     throw std::runtime_error("cannot listen on " + listen.host + ":" + std::to_string(listen.port) + ": " +
@@ -91,7 +95,24 @@ void acceptor::start() {
       });
 }
 
+// Connections that completed their handshake but wait in the listener's queue would be reset by the
+// close: they are taken first and served (each its one request, the drain then closes it). What arrives
+// between the last accept and the close is all that a restart can lose, unless the kernel moves it to
+// another listener of the port (net.ipv4.tcp_migrate_req).
 void acceptor::close() {
+  if (listener_.is_open()) {
+    for (;;) {
+      sockaddr_storage peer{};
+      socklen_t peer_size = sizeof peer;
+      const int fd = ::accept4(listener_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &peer_size,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        break;  // nothing more waiting (or an error: the close comes anyway)
+      }
+      admit(fd, peer);
+    }
+  }
   error_code ignored;
   listener_.close(ignored);
 }
@@ -123,36 +144,42 @@ void acceptor::accept_loop(net::yield_context yield) {
       if (ec == net::error::operation_aborted) return;  // the listener closed
       continue;
     }
-    if (state_.stopping || state_.closing) {
+    if (state_.stopping) {
       ::close(fd);
       return;
     }
-    if (state_.connections.load(std::memory_order_relaxed) >= config_.limits.max_connections) {
-      refuse(fd, shed_reason::max_connections);
-      continue;
-    }
-    const auto client = address_key(peer);
-    if (!per_client_.take(client)) {
-      refuse(fd, shed_reason::max_connections_per_client);
-      continue;
-    }
-    state_.connections.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t index = next_thread_;
-    next_thread_ = (next_thread_ + 1) % threads_.size();
-    try {
-      spawn_session(index, fd, client);
-    } catch (const std::exception& e) {
-      // No memory or no stack mapping for one more connection: that client is refused, the gateway
-      // goes on (its descriptor was closed with the coroutine's function object).
-      state_.connections.fetch_sub(1, std::memory_order_relaxed);
-      per_client_.give(client);
-      spdlog::warn("cannot start a connection: {}", e.what());
-      threads_.front().session.metrics->shed(shed_reason::max_connections);
-    }
+    admit(fd, peer);
+    if (state_.closing) return;
     // Let what is queued on this thread run before the next accept, as one accept per wake-up would:
     // taking a whole backlog at once starts every new client's downstream connects in one burst, and a
     // downstream's SYN backlog overflows sooner (connects then wait for the SYN to be sent again).
     net::post(yield);
+  }
+}
+
+// An accepted connection: refused at a cap, else handed to the next I/O thread.
+void acceptor::admit(int fd, const sockaddr_storage& peer) {
+  if (state_.connections.load(std::memory_order_relaxed) >= config_.limits.max_connections) {
+    refuse(fd, shed_reason::max_connections);
+    return;
+  }
+  const auto client = address_key(peer);
+  if (!per_client_.take(client)) {
+    refuse(fd, shed_reason::max_connections_per_client);
+    return;
+  }
+  state_.connections.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t index = next_thread_;
+  next_thread_ = (next_thread_ + 1) % threads_.size();
+  try {
+    spawn_session(index, fd, client);
+  } catch (const std::exception& e) {
+    // No memory or no stack mapping for one more connection: that client is refused, the gateway
+    // goes on (its descriptor was closed with the coroutine's function object).
+    state_.connections.fetch_sub(1, std::memory_order_relaxed);
+    per_client_.give(client);
+    spdlog::warn("cannot start a connection: {}", e.what());
+    threads_.front().session.metrics->shed(shed_reason::max_connections);
   }
 }
 

@@ -13,6 +13,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>
 
+#include <sys/socket.h>
+
 #include <vector>
 
 namespace gateway {
@@ -38,6 +40,7 @@ class acceptor {
 
  private:
   void accept_loop(boost::asio::yield_context yield);
+  void admit(int fd, const sockaddr_storage& peer);
   void refuse(int fd, shed_reason why);
   void spawn_session(std::size_t index, int fd, const client_slots::address& client);
 

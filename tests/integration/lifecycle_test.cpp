@@ -3,12 +3,20 @@
 // Slow request heads (header_timeout) and oversized ones (431) are covered in limits_test.cpp and
 // protocol_test.cpp.
 
+#include "tests/integration/metric_scrape.hpp"
 #include "tests/support/load_clients.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/prometheus_text.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -321,4 +329,75 @@ TEST_CASE("access log: the gateway keeps answering promptly when nobody reads it
   WARN("access log lines dropped while stdout was full: " << dropped);
   CHECK(dropped > 0);
   check_clean_exit(gw);
+}
+
+TEST_CASE("restart without a gap: a second gateway binds the port while the first drains; nothing fails",
+          "[drain][restart]") {
+  mock_downstream mock({"--threads", "2"});
+  // A port of our own (both gateways listen on it, SO_REUSEPORT).
+  std::uint16_t port = 0;
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t size = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  seed_config cfg{mock.url()};
+  auto yaml = cfg.yaml() + "shutdown:\n  drain_delay: 1s\n  timeout: 10s\n";
+  const std::string any_port = "listen: 127.0.0.1:0\n  threads";
+  const auto at = yaml.find(any_port);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, any_port.size(), "listen: 127.0.0.1:" + std::to_string(port) + "\n  threads");
+  std::optional<gateway_process> first(std::in_place, yaml);
+
+  // Clients that open a new connection for every request, all through the restart.
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::mutex failures_lock;
+  std::vector<std::string> failures;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; !stop; ++i) {
+        try {
+          const auto sku = "R" + std::to_string(c) + "x" + std::to_string(i);
+          const auto r = http_get(port, offer_target(sku), {}, 5000ms);
+          if (r.status == 200) {
+            ++answered;
+            continue;
+          }
+          const std::lock_guard lock(failures_lock);
+          failures.push_back("status " + std::to_string(r.status));
+        } catch (const std::exception& e) {
+          const std::lock_guard lock(failures_lock);
+          failures.push_back(e.what());
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  std::optional<gateway_process> second(std::in_place, yaml);  // binds while the first still listens
+  std::this_thread::sleep_for(300ms);
+  const int before_restart = answered;
+  REQUIRE(::kill(first->process().pid(), SIGTERM) == 0);
+  const auto status = first->process().wait_exit(15s);
+  std::this_thread::sleep_for(500ms);  // the second serves alone now
+  stop = true;
+  for (auto& t : clients) t.join();
+
+  std::string listed;
+  for (std::size_t i = 0; i < failures.size() && i < 10; ++i) listed += failures[i] + "\n";
+  INFO(failures.size() << " failures:\n" << listed);
+  CHECK(failures.empty());
+  CHECK(before_restart > 0);
+  CHECK(answered > before_restart);
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+  CHECK(metric(*second, "http_server_request_duration_seconds_count", {{"status_code", "200"}}) > 0);
 }
