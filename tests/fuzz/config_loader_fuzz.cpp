@@ -2,6 +2,7 @@
 // Invariants: it never crashes, throws or aborts; a failure is reported as config_error values, each with
 // a message and a position in the text; a configuration is returned exactly when there is no error, and
 // what it returns holds together: every call names an existing downstream and only declared parameters,
+// a pass-through route names an existing HTTP downstream and has no calls,
 // and the effective configuration prints as JSON (the gateway prints it when it starts).
 
 #include "gateway/config/config_json.hpp"
@@ -19,7 +20,13 @@ void check_config(const gateway::gateway_config& cfg) {
   FUZZ_CHECK(cfg.source == "fuzz.yaml");
   for (const auto& route : cfg.routes) {
     FUZZ_CHECK(route.path.starts_with('/'));
-    FUZZ_CHECK(!route.calls.empty());
+    // An aggregate route has calls; a pass-through route has none and names an HTTP downstream.
+    FUZZ_CHECK(route.calls.empty() == route.proxy.has_value());
+    if (route.proxy) {
+      FUZZ_CHECK(route.proxy->downstream_index < cfg.downstreams.size());
+      FUZZ_CHECK(cfg.downstreams[route.proxy->downstream_index].name == route.proxy->downstream);
+      FUZZ_CHECK(cfg.downstreams[route.proxy->downstream_index].kind == gateway::downstream_kind::http);
+    }
     for (const auto& call : route.calls) {
       FUZZ_CHECK(call.downstream_index < cfg.downstreams.size());
       FUZZ_CHECK(cfg.downstreams[call.downstream_index].name == call.downstream);
