@@ -94,19 +94,15 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-namespace {
-
-// A variable whose name says it holds a credential: its value is never shown (in /config).
-bool credential_variable(const std::string& name) {
-  std::string upper;
-  for (const char c : name) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  for (const char* word : {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH"}) {
-    if (upper.find(word) != std::string::npos) return true;
+bool credential_name(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (std::string_view part :
+       {"auth", "key", "token", "secret", "cookie", "password", "passwd", "credential", "session"}) {
+    if (lower.find(part) != std::string::npos) return true;
   }
   return false;
 }
-
-}  // namespace
 
 bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem,
                     bool* secret) {
@@ -142,7 +138,7 @@ bool substitute_env(const std::string& text, std::string& out, bool& used, std::
     out.append(text, i, start - i);
     out += unset ? *fallback : std::string(value);
     used = true;
-    if (secret != nullptr && credential_variable(name)) *secret = true;
+    if (secret != nullptr && credential_name(name)) *secret = true;
     i = end + 1;
   }
   out.append(text, i, std::string::npos);

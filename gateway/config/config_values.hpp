@@ -36,11 +36,15 @@ std::string parse_downstream_url(downstream_settings& d);
 bool valid_name(const std::string& name);
 inline constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
 
+// Whether a header's or an environment variable's name says its value is a credential (it holds auth, key,
+// token, secret, cookie, password, passwd, credential or session, in any case): such values are never
+// shown in /config.
+bool credential_name(std::string_view name);
+
 // `text` with each ${NAME} replaced by the environment variable's value, and each ${NAME:-default} by it
 // or, when NAME is unset or empty, by `default` (no '}' in it). `used`: some reference was replaced;
-// `secret` (when given): one named a variable whose name says it holds a credential (SECRET, TOKEN,
-// PASSWORD, KEY, CREDENTIAL, AUTH in it). False with `problem` for a malformed reference or an unset
-// variable without a default.
+// `secret` (when given): one named a variable whose name says it holds a credential (credential_name). False
+// with `problem` for a malformed reference or an unset variable without a default.
 bool substitute_env(const std::string& text, std::string& out, bool& used, std::string& problem,
                     bool* secret = nullptr);
 

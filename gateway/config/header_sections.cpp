@@ -28,16 +28,6 @@ bool reserved(std::string_view name) {
   return listed_ci(name, hop_by_hop_fields) || listed_ci(name, gateway_fields);
 }
 
-// A name whose value is a credential: shown as "<redacted>" in /config even when written literally.
-bool credential_name(std::string_view name) {
-  std::string lower(name);
-  for (auto& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  for (std::string_view part : {"auth", "key", "token", "secret", "cookie", "password", "session"}) {
-    if (lower.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
-
 bool contains_name(const std::vector<std::string>& names, std::string_view name) {
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
 }

@@ -86,11 +86,11 @@ class downstream {
     return result;
   }
   // Pass-through (proxy routes): a connection for one exchange on the caller's I/O thread, from the
-  // downstream's pool there, within `request.ready_by`; null with `why` (a short text for the client and
-  // the log) when none could be had. Runs in the caller's coroutine. Only HTTP downstreams have one.
+  // downstream's pool there, within `request.ready_by`; null with `why` when none could be had. Runs in
+  // the caller's coroutine. Only HTTP downstreams have one.
   virtual std::unique_ptr<proxy_link> lease(const lease_request& /*request*/,
-                                            boost::asio::yield_context /*yield*/, std::string& why) {
-    why = "not an HTTP downstream";
+                                            boost::asio::yield_context /*yield*/, lease_failure& why) {
+    why = {lease_failure::kind::failed, "not an HTTP downstream"};
     return nullptr;
   }
   // Closes idle connections owned by worker `worker` (called on that worker during shutdown).

@@ -35,7 +35,7 @@ class http_downstream final : public downstream {
   void close_idle(std::size_t worker) override;
   // From the pool of the picked endpoint of the worker's lane (http_proxy_link.cpp).
   std::unique_ptr<proxy_link> lease(const lease_request& request, boost::asio::yield_context yield,
-                                    std::string& why) override;
+                                    lease_failure& why) override;
 
   const std::string& name() const { return settings_.name; }
   // Retries and hedges started so far, over every I/O thread (for the metrics; any thread).

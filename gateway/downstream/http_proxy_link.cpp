@@ -53,7 +53,7 @@ class pooled_link final : public proxy_link {
   }
 
   // A connection: idle, new, or handed over by the pool's queue; false with `why` when none by `ready_by`.
-  bool acquire(const lease_request& request, net::yield_context yield, std::string& why);
+  bool acquire(const lease_request& request, net::yield_context yield, lease_failure& why);
 
   io_result write(std::string_view first, std::string_view second, clock::time_point until,
                   net::yield_context yield) override {
@@ -171,7 +171,16 @@ class pooled_link final : public proxy_link {
     });
   }
 
-  bool connect(clock::time_point until, net::yield_context yield, std::string& why);
+  bool connect(clock::time_point until, net::yield_context yield, lease_failure& why);
+  // A failed connect or handshake step: `why` from how it ended; false.
+  static bool step_failed(status how, const char* timed_out_text, const char* failed_text,
+                          lease_failure& why) {
+    using kind = lease_failure::kind;
+    why = how == status::timed_out   ? lease_failure{kind::timed_out, timed_out_text}
+          : how == status::cancelled ? lease_failure{kind::cancelled, "cancelled"}
+                                     : lease_failure{kind::failed, failed_text};
+    return false;
+  }
 
   // Nothing is waiting on the connection: no bytes past the answer, and no end of stream that came with
   // it (it raised its edge before the pool's watch was queued again: the watch would never report it).
@@ -201,7 +210,9 @@ class pooled_link final : public proxy_link {
   std::shared_ptr<pooled_link*> alive_;  // null once destroyed: the timer's handler may still be queued
 };
 
-bool pooled_link::acquire(const lease_request& request, net::yield_context yield, std::string& why) {
+bool pooled_link::acquire(const lease_request& request, net::yield_context yield, lease_failure& why) {
+  const lease_failure cancelled{lease_failure::kind::cancelled, "cancelled"};
+  const lease_failure busy{lease_failure::kind::busy, "no connection to the downstream free in time"};
   auto& pool = to_.pool;
   if (!request.fresh) {
     while (auto conn = pool.take_idle(clock::now())) {
@@ -233,21 +244,21 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
     if (waiter.conn && waiter.conn->stale) {  // closed while handed over: its slot for a new one
       pool.discard(std::move(waiter.conn));
       if (cancel_.cancelled() || !pool.reserve_slot(false)) {
-        why = cancel_.cancelled() ? "cancelled" : "no connection to the downstream free in time";
+        why = cancel_.cancelled() ? cancelled : busy;
         return false;
       }
     } else if (waiter.conn) {  // cancelled: the connection goes on to the next waiter
       pool.release(std::move(waiter.conn), clock::now());
-      why = "cancelled";
+      why = cancelled;
       return false;
     } else if (!waiter.slot_freed) {
-      why = cancel_.cancelled() ? "cancelled" : "no connection to the downstream free in time";
+      why = cancel_.cancelled() ? cancelled : busy;
       return false;
     } else {
       pool.claim_freed_slot();
       if (cancel_.cancelled()) {
         pool.release_slot();
-        why = "cancelled";
+        why = cancelled;
         return false;
       }
     }
@@ -256,17 +267,12 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
   return connect(request.ready_by, yield, why);
 }
 
-bool pooled_link::connect(clock::time_point until, net::yield_context yield, std::string& why) {
+bool pooled_link::connect(clock::time_point until, net::yield_context yield, lease_failure& why) {
   auto r = run(until, [&](error_code& ec) {
     conn_->socket.async_connect(conn_->remote, yield[ec]);
     return std::size_t{0};
   });
-  if (!r.ok()) {
-    why = r.how == status::timed_out   ? "connect timed out"
-          : r.how == status::cancelled ? "cancelled"
-                                       : "connect failed";
-    return false;
-  }
+  if (!r.ok()) return step_failed(r.how, "connect timed out", "connect failed", why);
   error_code ignored;
   conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
   report_input_left(conn_->socket);
@@ -279,7 +285,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, std
   conn_->tls = std::make_unique<tls_stream>(conn_->socket, context.native());
   SSL* ssl = conn_->tls->stream.native_handle();
   if (!context.prepare(ssl)) {
-    why = "TLS setup failed";
+    why = {lease_failure::kind::failed, "TLS setup failed"};
     return false;
   }
   if (SSL_SESSION* session = pool.tls_session()) SSL_set_session(ssl, session);
@@ -287,12 +293,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, std
     conn_->tls->stream.async_handshake(net::ssl::stream_base::client, yield[ec]);
     return std::size_t{0};
   });
-  if (!r.ok()) {
-    why = r.how == status::timed_out   ? "TLS handshake timed out"
-          : r.how == status::cancelled ? "cancelled"
-                                       : "TLS handshake failed";
-    return false;
-  }
+  if (!r.ok()) return step_failed(r.how, "TLS handshake timed out", "TLS handshake failed", why);
   pool.count_handshake(SSL_session_reused(ssl) == 1);
   return true;
 }
@@ -300,18 +301,19 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, std
 }  // namespace
 
 std::unique_ptr<proxy_link> http_downstream::lease(const lease_request& request, net::yield_context yield,
-                                                   std::string& why) {
+                                                   lease_failure& why) {
   auto& lane = *lanes_.at(request.worker);
   const auto choice = lane.pick(clock::now(), nullptr);
   if (choice.to == nullptr) {
-    why = choice.refused ? "circuit open" : "downstream address not resolved yet";
+    why = choice.refused ? lease_failure{lease_failure::kind::busy, "circuit open"}
+                         : lease_failure{lease_failure::kind::failed, "downstream address not resolved yet"};
     return nullptr;
   }
   auto link = std::make_unique<pooled_link>(lane, *choice.to, choice.ticket, *request.cancel);
   if (!link->acquire(request, yield, why)) {
     // Not the endpoint's failure when it was only busy, or the exchange was cancelled.
-    const bool failed = why != "cancelled" && why != "no connection to the downstream free in time";
-    link->finish(false, failed);
+    link->finish(false,
+                 why.what == lease_failure::kind::failed || why.what == lease_failure::kind::timed_out);
     return nullptr;
   }
   return link;

@@ -51,6 +51,14 @@ class proxy_link {
   virtual bool reused() const = 0;
 };
 
+// Why no connection could be leased: the kind decides the client's answer (busy 503, timed_out 504,
+// failed 502) and whether the endpoint is blamed (timed_out, failed); `text` says it (a static string).
+struct lease_failure {
+  enum class kind : std::uint8_t { busy, timed_out, failed, cancelled };
+  kind what = kind::failed;
+  const char* text = "";
+};
+
 struct lease_request {
   std::size_t worker = 0;           // the I/O thread the coroutine runs on
   clock::time_point ready_by;       // connected (and the TLS handshake done) by then

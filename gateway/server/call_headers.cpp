@@ -88,6 +88,22 @@ void call_headers::render_forwarded(forwarded_style style, const client_headers&
   add_field(forwarded_, "Forwarded", value);
 }
 
+void call_headers::append_forwarded(std::string& out, const header_policy& policy) const {
+  if (!removes_forwarded(policy)) {
+    out += forwarded_;
+    return;
+  }
+  // Only the fields not removed, taken apart again: "\r\nName: value" each.
+  std::string_view rest = forwarded_;
+  while (!rest.empty()) {
+    const auto next = rest.find("\r\n", 2);
+    const auto field = rest.substr(0, next);
+    const auto name = field.substr(2, field.find(':') - 2);
+    if (!removes(policy, name)) out += field;
+    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+  }
+}
+
 const call_header_fields* call_headers::render(const route_settings& route, forwarded_style style,
                                                const client_headers& client, const client_origin& origin) {
   render_forwarded(style, client, origin);
@@ -109,19 +125,7 @@ const call_header_fields* call_headers::render(const route_settings& route, forw
     }
     for (const auto& f : policy.set) add_field(out, f.name, f.value);
     const auto vary_size = out.size();
-    if (!removes_forwarded(policy)) {
-      out += forwarded_;
-    } else {
-      // Only the fields not removed, taken apart again: "\r\nName: value" each.
-      std::string_view rest = forwarded_;
-      while (!rest.empty()) {
-        const auto next = rest.find("\r\n", 2);
-        const auto field = rest.substr(0, next);
-        const auto name = field.substr(2, field.find(':') - 2);
-        if (!removes(policy, name)) out += field;
-        rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
-      }
-    }
+    append_forwarded(out, policy);
     fields_[i].headers = out;
     fields_[i].vary = std::string_view(out).substr(0, vary_size);
   }

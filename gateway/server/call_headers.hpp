@@ -41,15 +41,19 @@ class call_headers {
   // For each call of `route`; null when no call carries anything (no policy, forwarded: none).
   const call_header_fields* render(const route_settings& route, forwarded_style style,
                                    const client_headers& client, const client_origin& origin);
-  // The forwarded fields alone ("\r\nName: value" each; empty for none), for a pass-through request.
-  std::string_view forwarded(forwarded_style style, const client_headers& client,
-                             const client_origin& origin) {
+  // The forwarded fields alone, for a pass-through request: rendered, then appended to `out`
+  // ("\r\nName: value" each) but those `policy` removes.
+  void forwarded(forwarded_style style, const client_headers& client, const client_origin& origin,
+                 const header_policy& policy, std::string& out) {
     render_forwarded(style, client, origin);
-    return forwarded_;
+    append_forwarded(out, policy);
   }
+  // Whether the last rendering wrote any forwarded field (the client's own are then replaced).
+  bool forwards() const { return !forwarded_.empty(); }
 
  private:
   void render_forwarded(forwarded_style style, const client_headers& client, const client_origin& origin);
+  void append_forwarded(std::string& out, const header_policy& policy) const;
 
   std::string forwarded_;         // the forwarded fields, for every call that removes none of them
   std::vector<std::string> own_;  // per call with a policy of its own: its fields, the forwarded after

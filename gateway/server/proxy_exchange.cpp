@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -38,10 +39,7 @@ bool named_by_connection(const Fields& fields, std::string_view name) {
     std::string_view list = view(field.value());
     while (!list.empty()) {
       const auto comma = list.find(',');
-      auto token = list.substr(0, comma);
-      while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
-      while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-      if (iequals(token, name)) return true;
+      if (iequals(trim_ows(list.substr(0, comma)), name)) return true;
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     }
   }
@@ -64,13 +62,9 @@ bool idempotent(std::string_view method) {
 }
 
 void append_hex(std::string& out, std::size_t n) {
-  std::array<char, 20> digits{};
-  std::size_t i = digits.size();
-  do {
-    digits[--i] = "0123456789abcdef"[n & 15];
-    n >>= 4;
-  } while (n != 0);
-  out.append(digits.data() + i, digits.size() - i);
+  std::array<char, 16> digits{};
+  const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), n, 16).ptr;
+  out.append(digits.data(), end);
 }
 
 // The downstream request's target: the downstream's base path, the path with the route's prefix
@@ -157,8 +151,11 @@ class exchange {
   enum class sent { whole, client_failed, downstream_failed };
   sent send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
   proxy_result exchange_once(typename Io::body_parser& parser, const std::string& head, bool may_retry);
-  bool relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
-                    proxy_result& result);
+  // done: the answer went to the client; failed: `result` says what the client gets; retry: a reused
+  // connection ended before any of the answer (nothing was sent to the client).
+  enum class relayed { done, failed, retry };
+  relayed relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
+                       proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
   void gone(proxy_result& result);
 
@@ -213,7 +210,8 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
                        [&](const header_policy::fixed& f) { return iequals(f.name, name); });
   };
   call_headers forwarding;
-  const auto forwarded = forwarding.forwarded(ctx_.config->server.forwarded, client, origin);
+  std::string forwarded;  // the forwarded fields, but those the policy removes
+  forwarding.forwarded(ctx_.config->server.forwarded, client, origin, policy, forwarded);
   std::string head;
   head.reserve(512);
   head.append(view(req.method_string())).append(" ");
@@ -222,18 +220,11 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
   for (const auto& field : req) {
     const auto name = view(field.name_string());
     if (hop_by_hop(req, name) || listed_ci(name, own_request_fields) || removed(name)) continue;
-    if (!forwarded.empty() && listed_ci(name, forwarded_fields)) continue;
+    if (forwarding.forwards() && listed_ci(name, forwarded_fields)) continue;
     head.append("\r\n").append(name).append(": ").append(view(field.value()));
   }
   for (const auto& f : policy.set) head.append("\r\n").append(f.name).append(": ").append(f.value);
-  // The forwarded fields, but those the policy removes.
-  std::string_view rest = forwarded;
-  while (!rest.empty()) {
-    const auto next = rest.find("\r\n", 2);
-    const auto field = rest.substr(0, next);
-    if (!removed(field.substr(2, field.find(':') - 2))) head += field;
-    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
-  }
+  head += forwarded;
   head.append("\r\nX-Request-Id: ").append(request_id_);
   if (chunked) {
     head += "\r\nTransfer-Encoding: chunked";
@@ -249,15 +240,15 @@ template <class Io>
 std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& result) {
   const auto connect_timeout =
       settings_.connect_timeout.count() > 0 ? settings_.connect_timeout : to_.connect_timeout;
-  std::string why;
+  lease_failure why;
   auto link = target_.lease({ctx_.worker, clock::now() + connect_timeout, &cancel_, fresh}, yield_, why);
   if (!link) {
-    const bool busy = why == "circuit open" || why == "no connection to the downstream free in time";
+    using enum lease_failure::kind;
     fail(result,
-         busy                                         ? 503
-         : why.find("timed out") != std::string::npos ? 504
-                                                      : 502,
-         "downstream '" + to_.name + "': " + why);
+         why.what == busy        ? 503
+         : why.what == timed_out ? 504
+                                 : 502,
+         "downstream '" + to_.name + "': " + why.text);
   }
   return link;
 }
@@ -307,8 +298,9 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
 // Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
 // body piece by piece. False when the exchange failed (before the head went out: `result.answer`).
 template <class Io>
-bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buffer_body>& req,
-                                bool request_whole, proxy_result& result) {
+typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
+                                                          const http::request<http::buffer_body>& req,
+                                                          bool request_whole, proxy_result& result) {
   char* in = buffer_.data();
   const std::size_t in_room = buffer_.size() / 2;
   char* out = buffer_.data() + in_room;
@@ -349,17 +341,14 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
         if (parser->is_header_done()) break;
         if (ec && ec != http::error::need_more) {
           fail(result, 502, "downstream answer is not valid HTTP");
-          return false;
+          return relayed::failed;
         }
       }
       const auto how = read_more(head_due);
       if (how == proxy_link::status::ok) continue;
       const bool retry_worthy = !any_answer && link.reused();
-      if (retry_worthy && how != proxy_link::status::timed_out && how != proxy_link::status::cancelled) {
-        result.status = 0;  // the caller may try once more on a new connection
-        result.answer.status = 0;
-        return false;
-      }
+      if (retry_worthy && how != proxy_link::status::timed_out && how != proxy_link::status::cancelled)
+        return relayed::retry;  // the caller may try once more on a new connection
       if (how == proxy_link::status::eof && end > begin) {
         fail(result, 502, "downstream answer is not valid HTTP");
       } else {
@@ -371,7 +360,7 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
           settings_.downstream_index,
           how == proxy_link::status::timed_out ? call_outcome::timeout : call_outcome::error,
           clock::now() - exchange_started);
-      return false;
+      return relayed::failed;
     }
     const auto status = parser->get().result_int();
     if (status >= 200 || status == 101) break;
@@ -387,7 +376,7 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
       interim += "\r\n";
       if (!io_.send(interim, {}, settings_.idle_timeout, yield_)) {
         gone(result);
-        return false;
+        return relayed::failed;
       }
     }
   }
@@ -395,13 +384,13 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
   const unsigned status = answer.result_int();
   if (transfer_coding_status(answer) != 0) {  // a coding the gateway does not decode is never relabelled
     fail(result, 502, "downstream answer in a transfer coding other than chunked");
-    return false;
+    return relayed::failed;
   }
   ctx_.metrics->call_done(settings_.downstream_index, status >= 500 ? call_outcome::error : call_outcome::ok,
                           clock::now() - exchange_started);
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
     fail(result, 502, "downstream switched protocols unasked");
-    return false;
+    return relayed::failed;
   }
 
   // The answer's framing towards the client.
@@ -437,12 +426,11 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
   // The head goes out with the body's first piece (one write for a small answer). `emit` writes a piece
   // with what precedes it; false when the client is gone.
   body_framing framing(chunk_out);
-  std::string pending = std::move(head);
   const auto emit = [&](std::string_view prefix, std::string_view piece) {
     bool ok = false;
     if (!head_sent_) {
-      pending += prefix;
-      ok = io_.send(pending, piece, settings_.idle_timeout, yield_);
+      head += prefix;
+      ok = io_.send(head, piece, settings_.idle_timeout, yield_);
       head_sent_ = true;  // or partly: nothing else may go out now
     } else {
       ok = io_.send(prefix, piece, settings_.idle_timeout, yield_);
@@ -465,7 +453,7 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
     auto left = length.value_or(std::numeric_limits<std::uint64_t>::max());
     for (;;) {
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, left));
-      if (n > 0 && !emit(framing.before(n), std::string_view(in + begin, n))) return false;
+      if (n > 0 && !emit(framing.before(n), std::string_view(in + begin, n))) return relayed::failed;
       begin += n;
       left -= n;
       if (length && left == 0) break;
@@ -478,7 +466,7 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
       }
       if (r.how == proxy_link::status::eof && !length) break;  // the end of an answer up to the close
       fail(result, 502, "downstream answer cut short");        // after the head: the connection just ends
-      return false;
+      return relayed::failed;
     }
     extra = end > begin;
   } else {
@@ -495,29 +483,29 @@ bool exchange<Io>::relay_answer(proxy_link& link, const http::request<http::buff
       }
       if (ec) {
         fail(result, 502, "downstream answer's chunks are malformed");
-        return false;
+        return relayed::failed;
       }
       const std::size_t produced = out_room - body.size;
       if (produced > 0) {
-        if (!emit(framing.before(produced), std::string_view(out, produced))) return false;
+        if (!emit(framing.before(produced), std::string_view(out, produced))) return relayed::failed;
         continue;
       }
       if (parser->is_done()) break;
       if (read_more(idle_deadline()) != proxy_link::status::ok) {
         fail(result, 502, "downstream answer cut short");
-        return false;
+        return relayed::failed;
       }
     }
     extra = end > begin;
   }
   if (!head_sent_ || chunk_out) {
-    if (!emit(framing.end(), {})) return false;
+    if (!emit(framing.end(), {})) return relayed::failed;
   }
   result.keep_alive = keep_alive && !to_end;
   // Nothing may follow the answer on a connection that goes back to the pool.
   const bool reusable = !to_end && parser->keep_alive() && !extra && request_whole;
   link.finish(reusable, false);
-  return true;
+  return relayed::done;
 }
 
 template <class Io>
@@ -605,24 +593,23 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
         early.answer.status = 0;
         early.uploaded_bytes = result.uploaded_bytes;
         early.body_unread = result.body_unread = true;
-        if (relay_answer(*link, req, false, early)) return early;
+        if (relay_answer(*link, req, false, early) == relayed::done) return early;
         link->finish(false, true);
         return head_sent_ ? early : result;  // an answer cut after its head: nothing more goes out
       }
     }
     // From here the client is watched: one that leaves cancels the exchange.
     io_.watch_peer([this] { control_.cancel(cancel_reason::client_gone); });
-    const bool relayed = relay_answer(*link, req, parser.is_done(), result);
+    const auto how = relay_answer(*link, req, parser.is_done(), result);
     io_.stop_watch();
-    if (relayed) return result;
-    if (result.status == 0 && result.answer.status == 0 && may_retry && attempt == 0) {
+    if (how == relayed::done) return result;
+    if (how == relayed::retry && may_retry && attempt == 0) {
       link->finish(false, false);
       continue;  // a reused connection the downstream had closed: once more on a new one
     }
-    const bool downstream_failed = result.status == 502 || result.status == 504;
-    link->finish(false, downstream_failed);
-    if (result.status == 0 && result.answer.status == 0)
-      fail(result, 502, "downstream closed the connection");
+    // A reused connection closed under the request is not the endpoint's failure (it closed it idle).
+    link->finish(false, how == relayed::failed && (result.status == 502 || result.status == 504));
+    if (how == relayed::retry) fail(result, 502, "downstream closed the connection");
     return result;
   }
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <new>
 #include <random>
@@ -118,7 +119,12 @@ std::string make_request_id(std::string_view incoming) {
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
                                  metrics_registry& metrics)
-    : config_(config), router_(config.routes), targets_(std::move(targets)), metrics_(metrics) {}
+    : config_(config),
+      router_(config.routes),
+      targets_(std::move(targets)),
+      metrics_(metrics),
+      has_proxy_routes_(std::any_of(config.routes.begin(), config.routes.end(),
+                                    [](const route_settings& r) { return r.proxy.has_value(); })) {}
 
 bool request_handler::takes_body(std::string_view method, std::string_view target) const {
   const auto found = router_.find(method, target);

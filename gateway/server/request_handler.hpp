@@ -85,6 +85,7 @@ class request_handler {
   // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
   int route_index(std::string_view method, std::string_view target) const;
   // The pass-through route a request takes (its index), -1 when it takes none; its downstream.
+  bool has_proxy_routes() const { return has_proxy_routes_; }
   int proxy_route(std::string_view method, std::string_view target) const;
   downstream& proxy_target(int route) const { return *targets_[static_cast<std::size_t>(route)].front(); }
 
@@ -97,6 +98,7 @@ class request_handler {
   router router_;
   std::vector<std::vector<downstream*>> targets_;
   metrics_registry& metrics_;
+  bool has_proxy_routes_ = false;
 };
 
 // A JSON body {"error": message}.

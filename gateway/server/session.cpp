@@ -188,6 +188,22 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
                    head_only ? std::string_view() : std::string_view(r.body), limits.write_timeout, yield);
   };
   const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
+  // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, a request is
+  // answered 503 at once, without any downstream call. Null when it is admitted (counted in flight).
+  const auto shed = [&](int route, std::string_view incoming_id) -> std::optional<outbound_response> {
+    const bool over_budget = memory_budget::exhausted();
+    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) < limits.max_inflight && !over_budget)
+      return std::nullopt;
+    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
+    outbound_response r;
+    r.route = route;
+    r.status = 503;
+    r.body = error_body(over_budget ? "overloaded: memory budget exhausted"
+                                    : "overloaded: too many requests in flight");
+    r.request_id = make_request_id(incoming_id);
+    return r;
+  };
   std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
   bool body_unread = false;  // the connection ends with a request's body not read whole: linger
   // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
@@ -200,17 +216,9 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       body_unread = true;
       return false;
     }
-    const bool over_budget = memory_budget::exhausted();
-    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight || over_budget) {
-      ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-      ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
-      outbound_response r;
-      r.route = route;
-      r.status = 503;
-      r.body = error_body("overloaded: too many requests in flight");
-      r.request_id = make_request_id(header(req, "X-Request-Id"));
-      send(r, false, method == "HEAD");  // the body, if any, is left unread: the connection ends
-      finish(r, method, started);
+    if (auto r = shed(route, header(req, "X-Request-Id"))) {
+      send(*r, false, method == "HEAD");  // the body, if any, is left unread: the connection ends
+      finish(*r, method, started);
       body_unread = !parser.is_done();
       return false;
     }
@@ -228,9 +236,6 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     finish(r, method, started, r.body.empty() ? result.sent_bytes : r.body.size());
     return result.keep_alive && result.status != 499;
   };
-  // Only a configuration with pass-through routes looks for one (another routing per request).
-  const bool any_proxy = std::any_of(ctx.config->routes.begin(), ctx.config->routes.end(),
-                                     [](const route_settings& r) { return r.proxy.has_value(); });
   bool first_request = true;
   std::string accept_encoding;  // several Accept-Encoding fields joined (rare)
 
@@ -253,7 +258,8 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     const auto started = clock::now();
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
-    if (any_proxy && head_read && control.reason() == cancel_reason::none) {
+    // Only a configuration with pass-through routes looks for one (another routing per request).
+    if (ctx.handler->has_proxy_routes() && head_read && control.reason() == cancel_reason::none) {
       const auto& req = parser.get();
       const std::string method(req.method_string().data(), req.method_string().size());
       const int proxy =
@@ -332,21 +338,10 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     in.origin = {peer.address, peer.trusted, tls};
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
-    // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, answer at
-    // once without starting any downstream call.
-    const bool over_budget = memory_budget::exhausted();
-    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) >= limits.max_inflight || over_budget) {
-      ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-      ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
-      outbound_response r;
-      r.route = ctx.handler->route_index(in.method, in.target);
-      r.status = 503;
-      r.body = error_body(over_budget ? "overloaded: memory budget exhausted"
-                                      : "overloaded: too many requests in flight");
-      r.request_id = make_request_id(in.request_id);
+    if (auto r = shed(ctx.handler->route_index(in.method, in.target), in.request_id)) {
       const bool keep_alive = req.keep_alive() && !ctx.state->closing;
-      const bool written = send(r, keep_alive, head_only);
-      finish(r, in.method, started);
+      const bool written = send(*r, keep_alive, head_only);
+      finish(*r, in.method, started);
       if (!written || !keep_alive) break;
       continue;
     }

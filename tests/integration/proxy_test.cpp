@@ -238,3 +238,22 @@ TEST_CASE("proxy: a client that leaves cancels the downstream exchange", "[proxy
   CHECK(metric(gw, "http_server_request_duration_seconds_count",
                {{"route", "/shop/"}, {"method", "GET"}, {"status_code", "499"}}) == 1);
 }
+
+TEST_CASE("proxy: the downstream's circuit breaker judges exchanges; open, it answers 503 without a request",
+          "[proxy][breaker]") {
+  mock_downstream mock;
+  // The shop downstream gets a breaker that opens after three failures in a row.
+  auto config = proxy_config(mock);
+  const std::string at = "    max_connections: 8\n";
+  config.replace(config.find(at), at.size(),
+                 at + "    circuit_breaker: {consecutive_failures: 3, cooldown: 30s, half_open_calls: 1}\n");
+  gateway_process gw(config);
+  mock.set_mode("coupon", "unavailable");  // 503 answers: failures, relayed as they are
+  for (int i = 0; i < 3; ++i) CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 503);
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "shop"}}) == 2);
+  const auto calls = mock.path_counter(mock.stats(), "coupon", "requests");
+  const auto r = http_get(gw.port(), "/shop/coupon?sku=1");
+  CHECK(r.status == 503);
+  CHECK(r.json()["error"].get<std::string>().find("circuit open") != std::string::npos);
+  CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == calls);
+}
