@@ -42,6 +42,7 @@ int run(const std::string& file) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   gateway::setup_diagnostic_log(result.config->log.format, result.config->log.level);
@@ -59,18 +60,31 @@ int run(const std::string& file) {
   const auto admin = srv->admin_endpoint();
   spdlog::info("gateway {} on {} I/O threads", GATEWAY_VERSION, srv->threads());
 
-  // First signal: graceful drain. Second: stop at once (in-flight requests cancelled).
+  // SIGHUP: reload the configuration (any number of times). First SIGTERM or SIGINT: graceful drain.
+  // Second: stop at once (in-flight requests cancelled).
   std::atomic<bool> finished{false};
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (finished) return;
-    spdlog::info("signal {} received: draining", sig);
-    srv->drain();
-    sigwait(&signals, &sig);
-    if (finished) return;
-    spdlog::info("signal {} received again: stopping now", sig);
-    srv->stop();
+    bool draining = false;
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (finished) return;
+      if (sig == SIGHUP) {
+        if (draining) continue;
+        spdlog::info("signal {} received: reloading the configuration", sig);
+        srv->reload();
+        continue;
+      }
+      if (!draining) {
+        draining = true;
+        spdlog::info("signal {} received: draining", sig);
+        srv->drain();
+        continue;
+      }
+      spdlog::info("signal {} received again: stopping now", sig);
+      srv->stop();
+      return;
+    }
   });
   srv->run([&] {
     std::printf("gateway listening on %s:%u%s\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),

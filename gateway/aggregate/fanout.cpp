@@ -91,9 +91,9 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     (*request_->targets)[index]->breaker()->record(
         tickets_[index], result.contacted ? result.outcome : call_outcome::cancelled, ended);
   }
-  if (request_->metrics)
-    request_->metrics->call_done(request_->route->calls[index].downstream_index, result.outcome,
-                                 result.latency);
+  if (request_->series)
+    request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
+                                result.outcome, result.latency);
   keep_or_serve_stale(index, result, ended);
   const bool settles = request_->route->calls[index].required && !result.has_body();
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.

@@ -48,7 +48,8 @@ struct fanout_request {
   std::string_view client_body;                 // the client's request body (calls with body: client)
   std::size_t worker = 0;
   std::size_t stack_size = 64 * 1024;
-  worker_metrics* metrics = nullptr;  // the I/O thread's; null in tests
+  worker_metrics* metrics = nullptr;   // the I/O thread's; null in tests
+  const metric_set* series = nullptr;  // the configuration's rows (calls by downstream); null in tests
 };
 
 class fanout final : private call_sink {

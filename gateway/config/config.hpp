@@ -66,6 +66,9 @@ struct server_settings {
   // SO_REUSEPORT on the public listener: a new process binds the port while the old one drains (a restart
   // without a gap); both accept during the overlap.
   bool reuse_port = true;
+  // Reload when the configuration file changes (inotify on its directory, which also sees a Kubernetes
+  // ConfigMap's symlink swap); SIGHUP and POST /reload reload either way.
+  bool watch_config = true;
   compression_settings compression;
   listener_tls_settings tls;
 
@@ -96,6 +99,9 @@ struct log_settings {
 struct admin_settings {
   listen_address listen{"0.0.0.0", 9901};
   microseconds stall_threshold = std::chrono::seconds(5);  // an I/O thread silent longer fails /livez
+  // A bearer token that lets POST /reload come from anywhere (without it, only from a loopback address).
+  // Never shown in /config.
+  std::string token;
 };
 
 struct shutdown_settings {
@@ -120,6 +126,7 @@ struct sql_settings {
   std::string statement;            // the query with positional placeholders ($1 postgres, ?1 sqlite)
   std::vector<std::string> params;  // placeholder names, in positional order
 
+  bool operator==(const sql_settings&) const = default;
   std::size_t effective_permits() const { return permits == 0 ? pool_size : permits; }
 };
 
@@ -139,6 +146,7 @@ struct breaker_settings {
   unsigned consecutive_failures = 0;
   microseconds cooldown = std::chrono::seconds(5);
   unsigned half_open_calls = 3;
+  bool operator==(const breaker_settings&) const = default;
 };
 
 // Retries of a failed HTTP call within its deadline. Retried: a connect that failed, an answer whose status
@@ -155,6 +163,7 @@ struct retry_settings {
   microseconds max_backoff = milliseconds(100);
   unsigned budget_percent = 20;
   unsigned budget_min = 3;
+  bool operator==(const retry_settings&) const = default;
 };
 
 // Hedged requests: a call whose first attempt has not answered after the hedge delay sends a second one;
@@ -168,6 +177,7 @@ struct hedge_settings {
   microseconds min_delay = milliseconds(5);
   microseconds max_delay = std::chrono::seconds(1);
   unsigned budget_percent = 10;
+  bool operator==(const hedge_settings&) const = default;
 };
 
 // Outlier ejection across a downstream's endpoints, on each I/O thread: an endpoint whose calls failed
@@ -179,6 +189,7 @@ struct ejection_settings {
   microseconds base_time = std::chrono::seconds(10);
   microseconds max_time = std::chrono::seconds(300);
   unsigned max_percent = 50;
+  bool operator==(const ejection_settings&) const = default;
 };
 
 // Stale-if-error: a downstream's last good answer per target, kept for max_stale and served (degraded,
@@ -189,6 +200,7 @@ struct stale_settings {
   bool cache = false;    // serve fresh answers, as the downstream's Cache-Control allows (http `cache`)
   microseconds max_stale = std::chrono::seconds(60);
   std::size_t max_bytes = 1024 * 1024;
+  bool operator==(const stale_settings&) const = default;
 };
 
 // TLS to an https:// downstream. The peer is verified (unless `verify` is false) against `ca_file`, or
@@ -205,11 +217,17 @@ struct tls_settings {
   // Built at load from the fields above (files read then); shared by the downstream's connection pools.
   // Null when not enabled.
   std::shared_ptr<const tls_client_context> context;
+  // The settings, not the context built from them (every load builds its own).
+  bool operator==(const tls_settings& o) const {
+    return enabled == o.enabled && verify == o.verify && ca_file == o.ca_file &&
+           server_name == o.server_name && cert_file == o.cert_file && key_file == o.key_file;
+  }
 };
 
 struct endpoint_address {
   std::string host;
   std::uint16_t port = 0;
+  bool operator==(const endpoint_address&) const = default;
 };
 
 struct downstream_settings {
@@ -236,6 +254,7 @@ struct downstream_settings {
   bool coalesce = false;    // http: identical calls in flight on an I/O thread share one request
   bool compressed = false;  // http: ask for gzip or deflate answers (Accept-Encoding: gzip, deflate)
   tls_settings tls;         // http: an https:// url
+  bool operator==(const downstream_settings&) const = default;
 };
 
 struct param_settings {

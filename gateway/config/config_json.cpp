@@ -189,6 +189,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   j["server"] = {{"listen", format_listen(c.server.listen)},
                  {"threads", c.server.threads},
                  {"reuse_port", c.server.reuse_port},
+                 {"watch_config", c.server.watch_config},
                  {"coroutine_stack", c.server.coroutine_stack},
                  {"stack_cache", c.server.stack_cache},
                  {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"
@@ -211,6 +212,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)}};
+  if (!c.admin.token.empty()) j["admin"]["token"] = "<redacted>";
   j["limits"] = {{"max_connections", c.limits.max_connections},
                  {"max_connections_per_client", c.limits.max_connections_per_client},
                  {"memory_budget", c.limits.memory_budget},

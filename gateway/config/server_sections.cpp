@@ -68,6 +68,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
   r.size("stack_cache", s.stack_cache, 0, 65536);
   r.boolean("reuse_port", s.reuse_port);
+  r.boolean("watch_config", s.watch_config);
   read_forwarding(r, s);
   if (auto c = r.section("compression")) read_compression(state, *c, s.compression);
   if (auto t = r.section("tls")) read_listener_tls(state, *t, s.tls);
@@ -79,6 +80,8 @@ void read_admin(config_parse_state& state, const YAML::Node& node, admin_setting
   read_listen(r, "0.0.0.0:9901", a.listen, state.admin_listen_at);
   if (r.duration("stall_threshold", a.stall_threshold) && a.stall_threshold < milliseconds(100))
     r.error_at("stall_threshold", "stall_threshold must be at least 100ms");
+  if (r.string("token", a.token) && a.token.size() < 16)
+    r.error_at("token", "token must be at least 16 characters");
   r.finish();
 }
 

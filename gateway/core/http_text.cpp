@@ -12,12 +12,16 @@ std::string_view reason_phrase(unsigned status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
     case 413:
       return "Payload Too Large";
+    case 422:
+      return "Unprocessable Content";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

@@ -66,12 +66,16 @@ std::shared_ptr<const resolved_address> host_resolver::add(const std::string& ow
   std::lock_guard lock(state_->mutex);
   state_->entries.push_back({owner, host, port, refresh, address, clock::now(), first_retry, false, false});
   ++state_->untried;
+  state_->wake.notify_all();  // a running thread resolves it now
   return address;
 }
 
 void host_resolver::start(microseconds budget) {
-  if (state_->entries.empty() || thread_.joinable()) return;
-  thread_ = std::thread([st = state_] { run(st); });
+  {
+    const std::lock_guard lock(state_->mutex);
+    if (state_->entries.empty()) return;
+  }
+  if (!thread_.joinable()) thread_ = std::thread([st = state_] { run(st); });
   std::unique_lock lock(state_->mutex);
   if (!state_->wake.wait_for(lock, budget, [this] { return state_->untried == 0; })) {
     spdlog::warn("downstream names still resolving after {} ms; their calls fall back until they resolve",
@@ -89,7 +93,7 @@ void host_resolver::run(const std::shared_ptr<state>& st) {
       continue;
     }
     entry& e = *next;
-    lock.unlock();  // entries is fixed once started: `e` stays valid
+    lock.unlock();  // entries only grows (a list): `e` stays valid
     resolve(*st, e);
     lock.lock();
     if (!e.tried) {

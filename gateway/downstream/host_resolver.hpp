@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,11 +53,12 @@ class host_resolver {
   // beyond a moment: the thread is left to finish it on its own and exit without touching anything else.
   ~host_resolver();
 
-  // An IP literal gives a fixed address; a name is registered for resolution by start(). `owner` names
-  // the downstream in log lines.
+  // An IP literal gives a fixed address; a name is registered for resolution by start(), or at once when
+  // the thread runs (a downstream added by a reload). `owner` names the downstream in log lines.
   std::shared_ptr<const resolved_address> add(const std::string& owner, const std::string& host,
                                               std::uint16_t port, microseconds refresh);
-  // Starts the thread and waits until every name has been tried once, or `budget` has passed.
+  // Starts the thread unless it runs, and waits until every name has been tried once, or `budget` has
+  // passed.
   void start(microseconds budget);
 
  private:
@@ -75,7 +77,7 @@ class host_resolver {
   struct state {
     std::mutex mutex;
     std::condition_variable wake;
-    std::vector<entry> entries;  // fixed once start() runs
+    std::list<entry> entries;  // only ever grows: the thread keeps a reference while it resolves
     bool stopping = false;
     bool exited = false;
     std::size_t untried = 0;

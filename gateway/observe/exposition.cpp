@@ -203,6 +203,20 @@ std::string render_exposition(const exposition_sources& from) {
            "Access log lines dropped because stdout was full, slow or failing.",
            static_cast<double>(from.log->dropped()));
   }
+  out.family(
+      "gateway_config_reloads_total", "counter",
+      "Configuration reloads (SIGHUP, a change of the file, POST /reload) by result: success (applied) "
+      "or failure (the running configuration kept).");
+  out.sample("gateway_config_reloads_total", {{"result", "success"}},
+             static_cast<double>(from.reloads_succeeded));
+  out.sample("gateway_config_reloads_total", {{"result", "failure"}},
+             static_cast<double>(from.reloads_failed));
+  single(out, "gateway_config_last_reload_success_timestamp_seconds", "gauge",
+         "When the running configuration was applied (at the start, or by the last good reload), Unix time.",
+         from.last_reload_success);
+  out.family("gateway_config_info", "gauge",
+             "Always 1; the label names the running configuration's version.");
+  out.sample("gateway_config_info", {{"version", from.config_version}}, 1);
   if (from.certificates) render_certificates(out, *from.certificates);
   if (from.breakers) render_breakers(out, *from.breakers);
   if (from.http_downstreams) render_attempts(out, *from.http_downstreams);

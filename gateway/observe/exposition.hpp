@@ -5,6 +5,7 @@
 // the admin thread at each scrape; reads only atomics and thread-safe snapshots.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,11 @@ struct exposition_sources {
   const std::vector<const http_downstream*>* http_downstreams = nullptr;
   const std::vector<std::pair<std::string, const stale_cache*>>* stale_caches = nullptr;
   const certificate_reloader* certificates = nullptr;  // the listener's TLS; null without server.tls
+  // The configuration: the running version, and the reloads since the start by result.
+  std::string config_version;
+  std::uint64_t reloads_succeeded = 0;
+  std::uint64_t reloads_failed = 0;
+  double last_reload_success = 0;  // Unix time of the last configuration applied (the start's at first)
 };
 
 std::string render_exposition(const exposition_sources& from);

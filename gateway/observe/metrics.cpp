@@ -3,6 +3,10 @@
 #include "gateway/observe/prometheus.hpp"
 
 #include <array>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
 
 namespace gateway {
 namespace {
@@ -36,53 +40,139 @@ constexpr std::array<call_outcome, call_outcome_count> outcomes{
 
 }  // namespace
 
-worker_metrics::worker_metrics(const gateway_config& config)
-    : request_duration_((config.routes.size() + 1) * methods.size() * status_slots),
-      call_duration_(config.downstreams.size() * outcome_count),
-      degraded_(config.routes.size()),
-      proxy_bytes_(config.routes.size() * 2) {
-  std::size_t calls = 0;
-  for (const auto& route : config.routes) {
-    call_offset_.push_back(calls);
-    calls += route.calls.size();
+// One I/O thread's part of a row, on cache lines of its own.
+struct alignas(64) route_part {
+  std::array<histogram, methods.size() * status_slots> duration;  // [method * status_slots + slot]
+  std::atomic<std::uint64_t> degraded{0};
+  std::array<std::atomic<std::uint64_t>, 2> proxy_bytes{};  // request, response
+};
+struct alignas(64) downstream_part {
+  std::array<histogram, call_outcome_count> duration;  // by outcome
+};
+struct alignas(64) fallback_part {
+  std::atomic<std::uint64_t> count{0};
+};
+
+template <class part>
+struct series_parts {
+  explicit series_parts(std::size_t workers) : parts(workers) {}
+  std::vector<part> parts;  // by I/O thread
+
+  template <class read>
+  auto sum(read r) const {
+    decltype(r(parts.front())) total{};
+    for (const auto& p : parts) total += r(p);
+    return total;
   }
-  fallbacks_ = std::vector<counter>(calls);
+};
+
+struct route_series : series_parts<route_part> {
+  route_series(std::string p, std::size_t workers) : series_parts(workers), path(std::move(p)) {}
+  std::string path;    // the route label ("unmatched" for the row of requests no route took)
+  bool proxy = false;  // a pass-through route in some configuration: its bytes are shown (under the lock)
+};
+struct downstream_series : series_parts<downstream_part> {
+  downstream_series(std::string n, std::size_t workers) : series_parts(workers), name(std::move(n)) {}
+  std::string name;
+};
+struct fallback_series : series_parts<fallback_part> {
+  fallback_series(std::string r, std::string c, std::size_t workers)
+      : series_parts(workers), route(std::move(r)), call(std::move(c)) {}
+  std::string route;
+  std::string call;
+};
+
+void metric_set::request_done(std::size_t worker, int route, std::string_view method, unsigned status,
+                              clock::duration elapsed) const {
+  auto& part = routes_[static_cast<std::size_t>(route + 1)]->parts[worker];
+  part.duration[method_slot(method) * status_slots + status_slot(status)].observe(elapsed);
 }
 
-void worker_metrics::request_done(int route, std::string_view method, unsigned status,
-                                  clock::duration elapsed) {
-  const auto row = static_cast<std::size_t>(route + 1) * methods.size() + method_slot(method);
-  request_duration_[row * status_slots + status_slot(status)].observe(elapsed);
+void metric_set::call_done(std::size_t worker, std::size_t downstream, call_outcome outcome,
+                           clock::duration latency) const {
+  downstreams_[downstream]->parts[worker].duration[static_cast<std::size_t>(outcome)].observe(latency);
 }
 
-metrics_registry::metrics_registry(const gateway_config& config, std::size_t workers) : config_(config) {
-  for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker_metrics>(config));
+void metric_set::degraded_response(std::size_t worker, std::size_t route) const {
+  routes_[route + 1]->parts[worker].degraded.fetch_add(1, std::memory_order_relaxed);
+}
+
+void metric_set::proxy_bytes(std::size_t worker, std::size_t route, std::uint64_t request,
+                             std::uint64_t response) const {
+  auto& part = routes_[route + 1]->parts[worker];
+  part.proxy_bytes[0].fetch_add(request, std::memory_order_relaxed);
+  part.proxy_bytes[1].fetch_add(response, std::memory_order_relaxed);
+}
+
+void metric_set::fallback(std::size_t worker, std::size_t route, std::size_t call) const {
+  fallbacks_[route][call]->parts[worker].count.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The rows in the order they were first named (rendered in that order); std::deque never moves them.
+struct metrics_registry::rows {
+  mutable std::mutex lock;
+  std::deque<route_series> routes;
+  std::deque<downstream_series> downstreams;
+  std::deque<fallback_series> fallbacks;
+};
+
+metrics_registry::metrics_registry(std::size_t workers, bool tls_listener)
+    : tls_listener_(tls_listener), rows_(std::make_unique<rows>()) {
+  for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker_metrics>());
+  rows_->routes.emplace_back("unmatched", workers);
+}
+
+metrics_registry::~metrics_registry() = default;
+
+metric_set metrics_registry::series_for(const gateway_config& config) {
+  const std::size_t workers = workers_.size();
+  const std::lock_guard hold(rows_->lock);
+  auto& r = *rows_;
+  auto find_or_add = [&](auto& table, auto matches, auto... args) {
+    for (auto& row : table) {
+      if (matches(row)) return &row;
+    }
+    if (table.size() >= max_series)
+      throw std::runtime_error("more than " + std::to_string(max_series) +
+                               " distinct routes, downstreams or calls since the start: restart to apply");
+    return &table.emplace_back(args..., workers);
+  };
+  metric_set set;
+  set.routes_.push_back(&r.routes.front());
+  for (const auto& route : config.routes) {
+    auto* row = find_or_add(
+        r.routes, [&](const route_series& s) { return s.path == route.path && &s != &r.routes.front(); },
+        route.path);
+    if (route.proxy) row->proxy = true;
+    set.routes_.push_back(row);
+    auto& calls = set.fallbacks_.emplace_back();
+    for (const auto& call : route.calls) {
+      calls.push_back(find_or_add(
+          r.fallbacks, [&](const fallback_series& s) { return s.route == route.path && s.call == call.name; },
+          route.path, call.name));
+    }
+  }
+  for (const auto& d : config.downstreams) {
+    set.downstreams_.push_back(find_or_add(
+        r.downstreams, [&](const downstream_series& s) { return s.name == d.name; }, d.name));
+  }
+  return set;
 }
 
 void metrics_registry::render(prometheus_writer& out, std::size_t active_requests) const {
-  auto sum_histograms = [&](auto member, std::size_t index) {
-    histogram::snapshot total;
-    for (const auto& w : workers_) total += ((*w).*member)[index].read();
-    return total;
-  };
-  auto sum_counters = [&](auto member, std::size_t index) {
-    std::uint64_t total = 0;
-    for (const auto& w : workers_) total += ((*w).*member)[index].load(std::memory_order_relaxed);
-    return static_cast<double>(total);
-  };
-
+  const std::lock_guard hold(rows_->lock);
+  const auto& r = *rows_;
   out.family("http_server_request_duration_seconds", "histogram",
              "Duration of inbound HTTP requests, from the request head to the response written.");
-  for (std::size_t r = 0; r <= config_.routes.size(); ++r) {
-    const std::string_view route = r > 0 ? std::string_view(config_.routes[r - 1].path) : "unmatched";
+  for (const auto& row : r.routes) {
     for (std::size_t m = 0; m < methods.size(); ++m) {
-      const std::size_t row = r * methods.size() + m;
       for (std::size_t slot = 0; slot < status_slots; ++slot) {
-        const auto h = sum_histograms(&worker_metrics::request_duration_, row * status_slots + slot);
+        const auto h =
+            row.sum([&](const route_part& p) { return p.duration[m * status_slots + slot].read(); });
         if (h.count() == 0) continue;
         const std::string code = slot < status_codes.size() ? std::to_string(status_codes[slot]) : "other";
         out.histogram_sample("http_server_request_duration_seconds",
-                             {{"route", route}, {"method", methods[m]}, {"status_code", code}}, h);
+                             {{"route", row.path}, {"method", methods[m]}, {"status_code", code}}, h);
       }
     }
   }
@@ -92,49 +182,45 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.family(
       "http_client_request_duration_seconds", "histogram",
       "Duration of downstream calls by outcome (ok, timeout, error, cancelled, rejected, circuit_open).");
-  std::vector<std::pair<std::size_t, histogram::snapshot>> calls;
-  for (std::size_t d = 0; d < config_.downstreams.size(); ++d) {
+  std::vector<std::tuple<const downstream_series*, std::size_t, std::uint64_t>> calls;
+  for (const auto& row : r.downstreams) {
     for (std::size_t o = 0; o < outcomes.size(); ++o) {
-      const auto h = sum_histograms(&worker_metrics::call_duration_, d * worker_metrics::outcome_count + o);
+      const auto outcome = static_cast<std::size_t>(outcomes[o]);
+      const auto h = row.sum([&](const downstream_part& p) { return p.duration[outcome].read(); });
       if (h.count() == 0) continue;
       out.histogram_sample("http_client_request_duration_seconds",
-                           {{"downstream", config_.downstreams[d].name}, {"outcome", to_string(outcomes[o])}},
-                           h);
-      calls.emplace_back(d * worker_metrics::outcome_count + o, h);
+                           {{"downstream", row.name}, {"outcome", to_string(outcomes[o])}}, h);
+      calls.emplace_back(&row, o, h.count());
     }
   }
   out.family("gateway_downstream_calls_total", "counter", "Downstream calls by outcome.");
-  for (const auto& [index, h] : calls) {
-    const auto d = index / worker_metrics::outcome_count;
-    const auto o = index % worker_metrics::outcome_count;
+  for (const auto& [row, o, count] : calls) {
     out.sample("gateway_downstream_calls_total",
-               {{"downstream", config_.downstreams[d].name}, {"outcome", to_string(outcomes[o])}},
-               static_cast<double>(h.count()));
+               {{"downstream", row->name}, {"outcome", to_string(outcomes[o])}}, static_cast<double>(count));
   }
 
+  auto counted = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   out.family("gateway_degraded_responses_total", "counter", "Responses with at least one degraded entry.");
-  for (std::size_t r = 0; r < config_.routes.size(); ++r) {
-    out.sample("gateway_degraded_responses_total", {{"route", config_.routes[r].path}},
-               sum_counters(&worker_metrics::degraded_, r));
+  for (std::size_t i = 1; i < r.routes.size(); ++i) {
+    const auto& row = r.routes[i];
+    out.sample("gateway_degraded_responses_total", {{"route", row.path}},
+               static_cast<double>(row.sum([&](const route_part& p) { return counted(p.degraded); })));
   }
   out.family("gateway_proxy_bytes_total", "counter",
              "Body bytes through pass-through routes: the client's to the downstream (request), the "
              "downstream's to the client (response).");
-  for (std::size_t r = 0; r < config_.routes.size(); ++r) {
-    if (!config_.routes[r].proxy) continue;
-    out.sample("gateway_proxy_bytes_total", {{"route", config_.routes[r].path}, {"direction", "request"}},
-               sum_counters(&worker_metrics::proxy_bytes_, r * 2));
-    out.sample("gateway_proxy_bytes_total", {{"route", config_.routes[r].path}, {"direction", "response"}},
-               sum_counters(&worker_metrics::proxy_bytes_, r * 2 + 1));
+  for (const auto& row : r.routes) {
+    if (!row.proxy) continue;
+    for (std::size_t d = 0; d < 2; ++d) {
+      out.sample(
+          "gateway_proxy_bytes_total", {{"route", row.path}, {"direction", d == 0 ? "request" : "response"}},
+          static_cast<double>(row.sum([&](const route_part& p) { return counted(p.proxy_bytes[d]); })));
+    }
   }
   out.family("gateway_fallbacks_total", "counter", "Entries replaced by their fallback.");
-  for (std::size_t r = 0; r < config_.routes.size(); ++r) {
-    const auto offset = workers_.front()->call_offset_[r];
-    for (std::size_t c = 0; c < config_.routes[r].calls.size(); ++c) {
-      out.sample("gateway_fallbacks_total",
-                 {{"route", config_.routes[r].path}, {"call", config_.routes[r].calls[c].name}},
-                 sum_counters(&worker_metrics::fallbacks_, offset + c));
-    }
+  for (const auto& row : r.fallbacks) {
+    out.sample("gateway_fallbacks_total", {{"route", row.route}, {"call", row.call}},
+               static_cast<double>(row.sum([&](const fallback_part& p) { return counted(p.count); })));
   }
 
   std::uint64_t disconnects = 0;
@@ -155,7 +241,7 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.sample("gateway_shed_requests_total", {{"reason", "max_connections_per_client"}},
              static_cast<double>(shed[2]));
   out.sample("gateway_shed_requests_total", {{"reason", "memory_budget"}}, static_cast<double>(shed[3]));
-  if (config_.server.tls.enabled) {
+  if (tls_listener_) {
     out.family("gateway_tls_handshake_failures_total", "counter",
                "Client TLS handshakes that failed: timeout (not done within limits.header_timeout), closed "
                "(the client left), protocol (refused: version, cipher, ALPN).");

@@ -1,13 +1,14 @@
 #pragma once
-// The gateway's request metrics. Each I/O thread records into its own worker_metrics with relaxed
-// atomics (no contention, no locks on the hot path); a scrape merges all workers. Label sets are fixed
-// by the configuration (routes, calls, downstreams) plus a short list of status codes, so cardinality
-// stays low whatever the traffic.
+// The gateway's request metrics. Each I/O thread records into its own part of every series with relaxed
+// atomics (no contention, no locks on the hot path); a scrape merges all workers. Label sets come from the
+// configurations (routes, calls, downstreams) plus a short list of status codes, so cardinality stays low
+// whatever the traffic.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/histogram.hpp"
 #include "gateway/downstream/call_result.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -33,20 +34,6 @@ enum class tls_failure : std::uint8_t { timeout, closed, protocol, count };
 
 class worker_metrics {
  public:
-  worker_metrics(const gateway_config& config);
-
-  // route: index into config.routes, or -1 when no route matched; method as received.
-  void request_done(int route, std::string_view method, unsigned status, clock::duration elapsed);
-  void call_done(std::size_t downstream, call_outcome outcome, clock::duration latency) {
-    call_duration_[downstream * outcome_count + static_cast<std::size_t>(outcome)].observe(latency);
-  }
-  void degraded_response(std::size_t route) { bump(degraded_[route]); }
-  // A pass-through exchange of `route` moved `request` body bytes to its downstream, `response` back.
-  void proxy_bytes(std::size_t route, std::uint64_t request, std::uint64_t response) {
-    proxy_bytes_[route * 2].fetch_add(request, std::memory_order_relaxed);
-    proxy_bytes_[route * 2 + 1].fetch_add(response, std::memory_order_relaxed);
-  }
-  void fallback(std::size_t route, std::size_t call) { bump(fallbacks_[call_offset_[route] + call]); }
   void client_disconnect() { bump(disconnects_); }
   void shed(shed_reason why) { bump(shed_[static_cast<std::size_t>(why)]); }
   void tls_handshake_failed(tls_failure why) { bump(tls_failures_[static_cast<std::size_t>(why)]); }
@@ -56,16 +43,9 @@ class worker_metrics {
 
  private:
   friend class metrics_registry;
-  static constexpr std::size_t outcome_count = call_outcome_count;
   using counter = std::atomic<std::uint64_t>;
   static void bump(counter& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
-  std::vector<histogram> request_duration_;  // [((route + 1) * methods + method) * status_slots + slot]
-  std::vector<histogram> call_duration_;     // [downstream * outcome_count + outcome]
-  std::vector<counter> degraded_;            // per route
-  std::vector<counter> proxy_bytes_;         // per route: [route * 2] request, [route * 2 + 1] response
-  std::vector<counter> fallbacks_;           // per route call, flattened
-  std::vector<std::size_t> call_offset_;     // first fallbacks_ index of each route
   counter disconnects_{0};
   std::array<counter, static_cast<std::size_t>(shed_reason::count)> shed_{};
   std::array<counter, static_cast<std::size_t>(tls_failure::count)> tls_failures_{};
@@ -73,18 +53,58 @@ class worker_metrics {
   histogram loop_lag_;
 };
 
+struct route_series;
+struct downstream_series;
+struct fallback_series;
+
+// The series of one configuration's routes, calls and downstreams (metrics_registry::series_for): what the
+// request path records into, by the configuration's indexes and the I/O thread's index. Rows belong to the
+// registry and outlive every metric_set.
+class metric_set {
+ public:
+  // route: index into config.routes, or -1 when no route matched; method as received.
+  void request_done(std::size_t worker, int route, std::string_view method, unsigned status,
+                    clock::duration elapsed) const;
+  void call_done(std::size_t worker, std::size_t downstream, call_outcome outcome,
+                 clock::duration latency) const;
+  void degraded_response(std::size_t worker, std::size_t route) const;
+  // A pass-through exchange of `route` moved `request` body bytes to its downstream, `response` back.
+  void proxy_bytes(std::size_t worker, std::size_t route, std::uint64_t request,
+                   std::uint64_t response) const;
+  void fallback(std::size_t worker, std::size_t route, std::size_t call) const;
+
+ private:
+  friend class metrics_registry;
+  std::vector<route_series*> routes_;  // [0]: unmatched, then config.routes
+  std::vector<downstream_series*> downstreams_;
+  std::vector<std::vector<fallback_series*>> fallbacks_;  // [route][call]
+};
+
+// Every series the process has recorded: a row per route path, per downstream name and per route call,
+// made the first time a configuration names it and kept until the process ends, so that a reload that
+// removes a route and brings it back never sends a counter backwards. Their number is capped (series_for
+// refuses a configuration beyond it), so repeated reloads cannot grow memory without bound.
 class metrics_registry {
  public:
-  metrics_registry(const gateway_config& config, std::size_t workers);
+  static constexpr std::size_t max_series = 4096;  // of each kind: routes, downstreams, route calls
+
+  metrics_registry(std::size_t workers, bool tls_listener);
+  ~metrics_registry();
 
   worker_metrics& worker(std::size_t i) { return *workers_[i]; }
+
+  // The rows of `config`'s routes, calls and downstreams, made where missing. Thread-safe. Throws
+  // std::runtime_error when that would exceed max_series.
+  metric_set series_for(const gateway_config& config);
 
   // Appends the request, call, shedding, TLS handshake (with server.tls), coroutine and event-loop families.
   void render(prometheus_writer& out, std::size_t active_requests) const;
 
  private:
-  const gateway_config& config_;
+  struct rows;
   std::vector<std::unique_ptr<worker_metrics>> workers_;
+  bool tls_listener_;
+  std::unique_ptr<rows> rows_;
 };
 
 }  // namespace gateway

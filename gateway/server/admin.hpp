@@ -1,17 +1,23 @@
 #pragma once
-// What each admin path answers: the probes (/livez, /startupz, /readyz), /metrics and /config. Called on
-// the admin thread; reads the process through `admin_sources` (atomics and thread-safe snapshots), never
-// waits. Beast-free.
+// What each admin path answers: the probes (/livez, /startupz, /readyz), /metrics, /config, and
+// POST /reload. Called on the admin thread; reads the process through `admin_sources` (atomics and
+// thread-safe snapshots) and never waits, but for a reload, which runs in full before it answers.
+// Every answer carries X-Config-Version, the running configuration's version. Beast-free.
 
 #include "gateway/core/duration.hpp"
 #include "gateway/server/admin_server.hpp"
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace gateway {
 
+struct config_generation;
 class access_log;
 class certificate_reloader;
 class circuit_breaker;
@@ -22,22 +28,43 @@ class metrics_registry;
 class sql_downstream;
 struct server_state;
 
+// What a reload did (POST /reload, SIGHUP, a change of the file).
+struct reload_report {
+  bool applied = false;             // a new configuration runs now
+  bool unchanged = false;           // the file has the running configuration's text: nothing to do
+  std::string version;              // the version running after it
+  std::vector<std::string> errors;  // why nothing was applied, "FILE:LINE:COL: message" each
+  // Settings that differ in the file but only a restart applies ("server.listen", ...); the rest of the
+  // file was applied.
+  std::vector<std::string> restart_required;
+};
+
+// Reload counters; written by the reloading thread, read by scrapes.
+struct reload_counters {
+  std::atomic<std::uint64_t> succeeded{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<double> last_success{0};  // Unix time
+};
+
 // All of it is owned by the server and outlives the admin thread.
 struct admin_sources {
   const server_state* state = nullptr;
-  std::vector<const heartbeat*> heartbeats;      // one per I/O thread, by index
-  clock::duration stall_threshold{};             // admin.stall_threshold: a silent thread fails /livez
-  std::vector<const sql_downstream*> databases;  // /readyz waits for them to connect
-  std::vector<const circuit_breaker*> breakers;  // shown in /metrics
-  std::vector<const http_downstream*> http_downstreams;  // their retries and hedges, in /metrics
-  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;  // by downstream name
+  std::vector<const heartbeat*> heartbeats;  // one per I/O thread, by index
+  clock::duration stall_threshold{};         // admin.stall_threshold: a silent thread fails /livez
   const metrics_registry* metrics = nullptr;
   const access_log* log = nullptr;                     // null when access logging is off
   const certificate_reloader* certificates = nullptr;  // null without server.tls
-  std::string config_json;                             // the effective configuration, rendered once
+  // The current configuration generation (its downstreams, breakers, caches and /config); thread-safe.
+  std::function<std::shared_ptr<const config_generation>()> generation;
+  // Reloads the configuration file (POST /reload); thread-safe, returns when done.
+  std::function<reload_report()> reload;
+  const reload_counters* reloads = nullptr;
+  std::string token;  // admin.token: lets POST /reload come from a non-loopback address
 };
 
-// `path` without its query.
-admin_reply answer_admin(std::string_view path, const admin_sources& from);
+admin_reply answer_admin(const admin_request& request, const admin_sources& from);
+
+// The JSON answer of POST /reload.
+std::string reload_report_json(const reload_report& report);
 
 }  // namespace gateway

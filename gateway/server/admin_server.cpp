@@ -53,24 +53,30 @@ struct admin_server::impl {
       if (ec) break;
       const auto& req = parser.get();
       admin_reply reply;
-      if (req.method() != http::verb::get && req.method() != http::verb::head) {
-        reply = {405, "text/plain; charset=utf-8", "method not allowed\n"};
-      } else {
-        const std::string_view target(req.target().data(), req.target().size());
-        try {
-          reply = answer(target.substr(0, target.find('?')));
-        } catch (const std::exception& e) {
-          spdlog::error("admin request {} failed: {}", target, e.what());
-          reply = {500, "text/plain; charset=utf-8", "internal error\n"};
-        }
+      const std::string_view target(req.target().data(), req.target().size());
+      try {
+        error_code peer_ec;
+        const auto peer = stream.socket().remote_endpoint(peer_ec);
+        const auto auth = req[http::field::authorization];
+        const bool head = req.method() == http::verb::head;
+        reply =
+            answer({.method = head ? std::string_view("GET")
+                                   : std::string_view(req.method_string().data(), req.method_string().size()),
+                    .path = target.substr(0, target.find('?')),
+                    .authorization = std::string_view(auth.data(), auth.size()),
+                    .loopback = !peer_ec && peer.address().is_loopback()});
+      } catch (const std::exception& e) {
+        spdlog::error("admin request {} failed: {}", target, e.what());
+        reply = {500, "text/plain; charset=utf-8", "internal error\n"};
       }
       const bool keep_alive = req.keep_alive() && !stopping;
       const std::string head = serialize({.status = reply.status,
                                           .content_type = reply.content_type,
                                           .content_length = reply.body.size(),
                                           .no_store = true,
-                                          .allow = reply.status == 405 ? "GET, HEAD" : "",
-                                          .keep_alive = keep_alive});
+                                          .allow = reply.allow,
+                                          .keep_alive = keep_alive,
+                                          .fields = reply.fields});
       std::array<net::const_buffer, 2> parts{net::buffer(head), net::buffer(reply.body)};
       if (req.method() == http::verb::head) parts[1] = net::const_buffer();
       net::async_write(stream, parts, yield[ec]);

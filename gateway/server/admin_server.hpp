@@ -1,7 +1,7 @@
 #pragma once
 // The admin listener: a small HTTP/1.1 server on its own port and its own thread, so that probes and
-// scrapes stay fast and correct while the public port is saturated. It only answers GET (and HEAD);
-// what each path returns is up to the handler, called on the admin thread. Beast-free header.
+// scrapes stay fast and correct while the public port is saturated. What each request gets is up to the
+// handler, called on the admin thread; the server answers HEAD with the head of its GET. Beast-free header.
 
 #include "gateway/config/config.hpp"
 
@@ -14,15 +14,24 @@
 
 namespace gateway {
 
+struct admin_request {
+  std::string_view method;         // GET, HEAD, POST, ...
+  std::string_view path;           // without its query
+  std::string_view authorization;  // the Authorization field, empty when absent
+  bool loopback = false;           // the peer's address is a loopback one
+};
+
 struct admin_reply {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::string allow;   // with 405
+  std::string fields;  // more header lines, "Name: value\r\n" each
 };
 
 class admin_server {
  public:
-  using handler = std::function<admin_reply(std::string_view path)>;
+  using handler = std::function<admin_reply(const admin_request& request)>;
 
   // Binds the listener; throws std::runtime_error when it cannot.
   admin_server(const listen_address& listen, handler h);

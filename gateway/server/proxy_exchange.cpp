@@ -124,14 +124,15 @@ class body_framing {
 template <class Io>
 class exchange {
  public:
-  exchange(Io& io, const route_settings& route, int route_index, downstream& target,
-           const session_context& ctx, request_control& control, boost::asio::yield_context yield)
+  exchange(Io& io, const config_generation& generation, int route_index, const session_context& ctx,
+           request_control& control, boost::asio::yield_context yield)
       : io_(io),
-        route_(route),
-        settings_(*route.proxy),
-        to_(ctx.config->downstreams[settings_.downstream_index]),
+        route_(generation.config->routes[static_cast<std::size_t>(route_index)]),
+        settings_(*route_.proxy),
+        to_(generation.config->downstreams[settings_.downstream_index]),
         route_index_(route_index),
-        target_(target),
+        target_(generation.handler->proxy_target(route_index)),
+        series_(generation.metrics),
         ctx_(ctx),
         control_(control),
         yield_(yield),
@@ -165,6 +166,7 @@ class exchange {
   const downstream_settings& to_;
   int route_index_;
   downstream& target_;
+  const metric_set& series_;
   const session_context& ctx_;
   request_control& control_;
   boost::asio::yield_context yield_;
@@ -356,10 +358,9 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
              how == proxy_link::status::timed_out ? "downstream answer timed out"
                                                   : "downstream closed the connection");
       }
-      ctx_.metrics->call_done(
-          settings_.downstream_index,
-          how == proxy_link::status::timed_out ? call_outcome::timeout : call_outcome::error,
-          clock::now() - exchange_started);
+      series_.call_done(ctx_.worker, settings_.downstream_index,
+                        how == proxy_link::status::timed_out ? call_outcome::timeout : call_outcome::error,
+                        clock::now() - exchange_started);
       return relayed::failed;
     }
     const auto status = parser->get().result_int();
@@ -386,8 +387,8 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
     fail(result, 502, "downstream answer in a transfer coding other than chunked");
     return relayed::failed;
   }
-  ctx_.metrics->call_done(settings_.downstream_index, status >= 500 ? call_outcome::error : call_outcome::ok,
-                          clock::now() - exchange_started);
+  series_.call_done(ctx_.worker, settings_.downstream_index,
+                    status >= 500 ? call_outcome::error : call_outcome::ok, clock::now() - exchange_started);
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
     fail(result, 502, "downstream switched protocols unasked");
     return relayed::failed;
@@ -617,19 +618,19 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
 }  // namespace
 
 template <class Io>
-proxy_result run_proxy(Io& io, http::request_parser<http::string_body>& parser, const route_settings& route,
-                       int route_index, downstream& target, const session_context& ctx,
+proxy_result run_proxy(Io& io, http::request_parser<http::string_body>& parser,
+                       const config_generation& generation, int route_index, const session_context& ctx,
                        const client_origin& origin, request_control& control,
                        boost::asio::yield_context yield) {
-  exchange<Io> x(io, route, route_index, target, ctx, control, yield);
+  exchange<Io> x(io, generation, route_index, ctx, control, yield);
   return x.run(parser, origin);
 }
 
-template proxy_result run_proxy(client_io&, http::request_parser<http::string_body>&, const route_settings&,
-                                int, downstream&, const session_context&, const client_origin&,
+template proxy_result run_proxy(client_io&, http::request_parser<http::string_body>&,
+                                const config_generation&, int, const session_context&, const client_origin&,
                                 request_control&, boost::asio::yield_context);
 template proxy_result run_proxy(tls_client_io&, http::request_parser<http::string_body>&,
-                                const route_settings&, int, downstream&, const session_context&,
-                                const client_origin&, request_control&, boost::asio::yield_context);
+                                const config_generation&, int, const session_context&, const client_origin&,
+                                request_control&, boost::asio::yield_context);
 
 }  // namespace gateway

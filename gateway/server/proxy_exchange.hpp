@@ -27,6 +27,7 @@
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/server/call_headers.hpp"
 #include "gateway/server/client_io.hpp"
+#include "gateway/server/config_generation.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/session_context.hpp"
 
@@ -46,12 +47,13 @@ struct proxy_result {
   bool keep_alive = false;           // the connection may take another request
 };
 
-// `parser` holds the request's head (its body unread), its framing checked; `route` is a proxy route.
+// `parser` holds the request's head (its body unread), its framing checked; route `route_index` of
+// `generation` is a proxy route.
 // `Io`: client_io or tls_client_io (both built in proxy_exchange.cpp).
 template <class Io>
 proxy_result run_proxy(Io& io, boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
-                       const route_settings& route, int route_index, downstream& target,
-                       const session_context& ctx, const client_origin& origin, request_control& control,
+                       const config_generation& generation, int route_index, const session_context& ctx,
+                       const client_origin& origin, request_control& control,
                        boost::asio::yield_context yield);
 
 }  // namespace gateway

@@ -118,11 +118,12 @@ std::string make_request_id(std::string_view incoming) {
 }
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                                 metrics_registry& metrics)
+                                 metrics_registry& metrics, const metric_set& series)
     : config_(config),
       router_(config.routes),
       targets_(std::move(targets)),
       metrics_(metrics),
+      series_(series),
       has_proxy_routes_(std::any_of(config.routes.begin(), config.routes.end(),
                                     [](const route_settings& r) { return r.proxy.has_value(); })) {}
 
@@ -256,8 +257,8 @@ outbound_response request_handler::route_request(const inbound_request& request,
       fr.headers = headers.render(route, config_.server.forwarded, *request.headers, request.origin);
     fr.worker = worker;
     fr.stack_size = config_.server.stack_bytes();
-    auto& metrics = metrics_.worker(worker);
-    fr.metrics = &metrics;
+    fr.metrics = &metrics_.worker(worker);
+    fr.series = &series_;
 
     fanout calls(yield.get_executor());
     control.attach(&calls);
@@ -279,9 +280,9 @@ outbound_response request_handler::route_request(const inbound_request& request,
       for (std::size_t i = 0; i < route.calls.size(); ++i) {
         if (results[i].ok()) continue;
         degraded = true;
-        metrics.fallback(found.index, i);
+        series_.fallback(worker, found.index, i);
       }
-      if (degraded) metrics.degraded_response(found.index);
+      if (degraded) series_.degraded_response(worker, found.index);
     }
     auto merged = merge_results(route, results);
     outbound_response r;

@@ -69,9 +69,9 @@ class request_control {
 
 class request_handler {
  public:
-  // `targets[r][c]` is the downstream of call c of route r.
+  // `targets[r][c]` is the downstream of call c of route r; `series` the configuration's metric rows.
   request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                  metrics_registry& metrics);
+                  metrics_registry& metrics, const metric_set& series);
 
   // OPTIONS is answered here (a CORS preflight, or the methods of the path), never routed.
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
@@ -98,6 +98,7 @@ class request_handler {
   router router_;
   std::vector<std::vector<downstream*>> targets_;
   metrics_registry& metrics_;
+  const metric_set& series_;
   bool has_proxy_routes_ = false;
 };
 

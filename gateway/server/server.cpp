@@ -1,6 +1,7 @@
 #include "gateway/server/server.hpp"
 
 #include "gateway/config/config_json.hpp"
+#include "gateway/config/config_loader.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
@@ -12,6 +13,8 @@
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
 #include "gateway/server/certificate_reloader.hpp"
+#include "gateway/server/config_generation.hpp"
+#include "gateway/server/config_watch.hpp"
 #include "gateway/server/graceful_drain.hpp"
 #include "gateway/server/heartbeat.hpp"
 #include "gateway/server/request_handler.hpp"
@@ -20,12 +23,17 @@
 #include "gateway/sql/postgres_downstream.hpp"
 #include "gateway/sql/sqlite_downstream.hpp"
 
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
+#include <mutex>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -42,65 +50,283 @@ struct worker {
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   heartbeat beat{ioc};
+  std::shared_ptr<const config_generation> generation;  // the current one; this thread's handlers only
 };
+
+// A version that names a configuration's text: the first 16 hex digits of its SHA-256.
+std::string version_of(std::string_view text) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < 8 && i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+// The file's text, or nullopt (with `why`) when it cannot be read.
+std::optional<std::string> read_text(const std::string& path, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) {
+    why = path + ": cannot read the file";
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+// The settings of `now` that differ from `running` in the sections only a restart applies (all but
+// downstreams, routes and log.level), as "section.key" paths.
+void restart_only_changes(const nlohmann::json& running, const nlohmann::json& now, const std::string& at,
+                          std::vector<std::string>& out) {
+  if (running.is_object() && now.is_object()) {
+    for (const auto& [key, value] : now.items()) {
+      const auto path = at.empty() ? key : at + "." + key;
+      if (path == "source" || path == "downstreams" || path == "routes" || path == "log.level") continue;
+      if (!running.contains(key)) {
+        out.push_back(path);
+      } else {
+        restart_only_changes(running[key], value, path, out);
+      }
+    }
+    for (const auto& [key, value] : running.items()) {
+      if (!now.contains(key) && key != "source") out.push_back(at.empty() ? key : at + "." + key);
+    }
+    return;
+  }
+  if (running != now) out.push_back(at);
+}
 
 }  // namespace
 
 // Owns everything the process runs; members are destroyed in reverse order, so whatever holds a timer
 // or a socket of an I/O thread comes after `workers`.
 struct server::impl {
-  gateway_config config;
+  gateway_config config;  // as started: the sections only a restart changes come from here
   server_state state;
   std::vector<std::unique_ptr<worker>> workers;
+  std::vector<net::io_context*> iocs;
   host_resolver resolver;  // its thread stops after the downstreams that share its addresses
-  std::map<std::string, std::unique_ptr<downstream>> downstreams;
-  std::vector<const sql_downstream*> sql_downstreams;
-  std::vector<const circuit_breaker*> breakers;  // of the downstreams that have one, in config order
-  std::vector<const http_downstream*> http_downstreams;
-  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;
+  // Every downstream built since the start (see config_generation.hpp), and those no generation uses
+  // any more, each with the generation that last did (their idle connections close once it has gone).
+  // Guarded by current_lock.
+  std::vector<std::shared_ptr<downstream_instance>> every_downstream;
+  std::vector<std::pair<std::weak_ptr<const config_generation>, std::shared_ptr<downstream_instance>>>
+      retiring;
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
-  std::unique_ptr<request_handler> handler;
   std::unique_ptr<certificate_reloader> certificates;  // with server.tls
   std::unique_ptr<acceptor> listener;
   std::unique_ptr<graceful_drain> drain;
+  mutable std::mutex current_lock;  // guards `current`, `every_downstream` and `retiring`
+  std::shared_ptr<const config_generation> current;
+  std::mutex reload_lock;  // one reload at a time
+  reload_counters reloads;
   admin_sources admin_view;
   std::unique_ptr<admin_server> admin;
+  std::unique_ptr<config_watch> watch;
 
-  void build_downstreams(const std::vector<net::io_context*>& iocs);
+  std::shared_ptr<const config_generation> current_generation() const {
+    const std::lock_guard hold(current_lock);
+    return current;
+  }
+  std::shared_ptr<downstream_instance> build_downstream(const downstream_settings& d);
+  std::shared_ptr<const config_generation> build_generation(std::shared_ptr<const gateway_config> cfg,
+                                                            std::string version,
+                                                            const config_generation* previous);
+  void publish(std::shared_ptr<const config_generation> next);
+  reload_report reload();
+  void close_retired();
   void close_listener();
   void stop();
 };
 
-void server::impl::build_downstreams(const std::vector<net::io_context*>& iocs) {
-  for (const auto& d : config.downstreams) {
-    auto& slot = downstreams[d.name];
-    if (d.kind == downstream_kind::http) {
-      auto http = std::make_unique<http_downstream>(d, iocs, resolver);
-      http_downstreams.push_back(http.get());
-      slot = std::move(http);
+std::shared_ptr<downstream_instance> server::impl::build_downstream(const downstream_settings& d) {
+  auto built = std::make_shared<downstream_instance>();
+  built->settings = d;
+  if (d.kind == downstream_kind::http) {
+    auto http = std::make_unique<http_downstream>(d, iocs, resolver);
+    built->http = http.get();
+    built->object = std::move(http);
+  } else {
+    std::unique_ptr<sql_downstream> sql;
+    if (d.sql.driver == sql_driver::sqlite) {
+      sql = std::make_unique<sqlite_downstream>(d);
     } else {
-      std::unique_ptr<sql_downstream> sql;
-      if (d.sql.driver == sql_driver::sqlite) {
-        sql = std::make_unique<sqlite_downstream>(d);
-      } else {
-        sql = std::make_unique<postgres_downstream>(d);
+      sql = std::make_unique<postgres_downstream>(d);
+    }
+    built->sql = sql.get();
+    built->object = std::move(sql);
+  }
+  auto& object = *built->object;
+  if (d.stale.enabled || d.stale.cache) {
+    const auto max_stale = d.stale.enabled ? clock::duration(d.stale.max_stale) : clock::duration(0);
+    object.set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, max_stale, d.stale.cache));
+  }
+  if (d.breaker.enabled) object.set_breaker(std::make_unique<circuit_breaker>(d.name, d.breaker));
+  return built;
+}
+
+// A downstream of `previous` whose settings are unchanged is kept, with its pools, breakers and caches;
+// the others are built. Throws (nothing published) when a downstream cannot be built.
+std::shared_ptr<const config_generation> server::impl::build_generation(
+    std::shared_ptr<const gateway_config> cfg, std::string version, const config_generation* previous) {
+  auto g = std::make_shared<config_generation>();
+  g->config = cfg;
+  g->version = std::move(version);
+  std::vector<std::shared_ptr<downstream_instance>> built;
+  for (const auto& d : cfg->downstreams) {
+    std::shared_ptr<downstream_instance> kept;
+    if (previous != nullptr) {
+      for (const auto& old : previous->downstreams) {
+        if (old->settings == d) kept = old;
       }
-      sql_downstreams.push_back(sql.get());
-      slot = std::move(sql);
     }
-    if (d.stale.enabled || d.stale.cache) {
-      const auto max_stale = d.stale.enabled ? clock::duration(d.stale.max_stale) : clock::duration(0);
-      slot->set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, max_stale, d.stale.cache));
-      stale_caches.emplace_back(d.name, slot->stale());
+    if (!kept) {
+      kept = build_downstream(d);
+      built.push_back(kept);
     }
-    if (d.breaker.enabled) {
-      slot->set_breaker(std::make_unique<circuit_breaker>(d.name, d.breaker));
-      breakers.push_back(slot->breaker());
-    }
+    auto& object = *kept->object;
+    if (kept->http) g->http_downstreams.push_back(kept->http);
+    if (kept->sql) g->databases.push_back(kept->sql);
+    if (object.stale()) g->stale_caches.emplace_back(d.name, object.stale());
+    if (object.breaker()) g->breakers.push_back(object.breaker());
+    g->downstreams.push_back(std::move(kept));
   }
   // Names resolve in the background; give them a moment so that the first requests find them.
   resolver.start(std::chrono::seconds(2));
+  g->metrics = metrics->series_for(*cfg);
+  std::vector<std::vector<downstream*>> targets;
+  for (const auto& route : cfg->routes) {
+    auto& row = targets.emplace_back();
+    for (const auto& call : route.calls) row.push_back(g->downstreams[call.downstream_index]->object.get());
+    if (route.proxy) row.push_back(g->downstreams[route.proxy->downstream_index]->object.get());
+  }
+  g->handler = std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics);
+  auto json = effective_config_json(*cfg);
+  json["version"] = g->version;
+  g->config_json = json.dump(2) + "\n";
+  const std::lock_guard hold(current_lock);
+  every_downstream.insert(every_downstream.end(), built.begin(), built.end());
+  return g;
+}
+
+// New requests take `next` at once; those running finish on the generation they started with. The
+// downstreams only the previous generation used close their idle connections once it has gone.
+void server::impl::publish(std::shared_ptr<const config_generation> next) {
+  std::shared_ptr<const config_generation> previous;
+  {
+    const std::lock_guard hold(current_lock);
+    previous = std::exchange(current, next);
+    if (previous) {
+      for (const auto& old : previous->downstreams) {
+        if (std::find(next->downstreams.begin(), next->downstreams.end(), old) == next->downstreams.end())
+          retiring.emplace_back(previous, old);
+      }
+    }
+  }
+  for (auto& w : workers) net::post(w->ioc, [&w = *w, next] { w.generation = next; });
+}
+
+// Housekeeping (the watch thread): retired downstreams whose last generation has gone close their idle
+// connections, on each I/O thread. Their objects stay (see config_generation.hpp).
+void server::impl::close_retired() {
+  std::vector<std::shared_ptr<downstream_instance>> closing;
+  {
+    const std::lock_guard hold(current_lock);
+    std::erase_if(retiring, [&](const auto& entry) {
+      if (!entry.first.expired()) return false;
+      closing.push_back(entry.second);
+      return true;
+    });
+  }
+  if (closing.empty() || state.stopping) return;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    net::post(workers[i]->ioc, [closing, i] {
+      for (const auto& d : closing) d->object->close_idle(i);
+    });
+  }
+  for (const auto& d : closing)
+    spdlog::info("downstream '{}' retired: its idle connections closed", d->settings.name);
+}
+
+reload_report server::impl::reload() {
+  const std::lock_guard one_at_a_time(reload_lock);
+  reload_report report;
+  const auto running = current_generation();
+  report.version = running->version;
+  const auto& path = config.source;
+  if (state.stopping || state.draining) {
+    report.errors.push_back("the gateway is shutting down: no reload");
+    return report;
+  }
+  auto fail = [&](std::vector<std::string> errors) {
+    report.errors = std::move(errors);
+    reloads.failed.fetch_add(1);
+    spdlog::error("configuration reload failed; still running version {}", running->version);
+    for (const auto& e : report.errors) spdlog::error("{}", e);
+    return report;
+  };
+  std::string why;
+  const auto text = read_text(path, why);
+  if (!text) return fail({why});
+  const auto version = version_of(*text);
+  if (version == running->version) {
+    report.unchanged = true;
+    return report;
+  }
+  auto loaded = load_config_text(*text, path);
+  if (!loaded.config) {
+    std::vector<std::string> errors;
+    for (const auto& e : loaded.errors) errors.push_back(format_config_error(path, e));
+    return fail(std::move(errors));
+  }
+  auto next = std::make_shared<gateway_config>(std::move(*loaded.config));
+  // The sections only a restart applies keep their running values; those that differ are reported.
+  restart_only_changes(effective_config_json(config), effective_config_json(*next), "",
+                       report.restart_required);
+  if (next->admin.token != config.admin.token &&
+      std::find(report.restart_required.begin(), report.restart_required.end(), "admin.token") ==
+          report.restart_required.end())
+    report.restart_required.push_back("admin.token");
+  const auto level = next->log.level;
+  next->server = config.server;
+  next->limits = config.limits;
+  next->log = config.log;
+  next->log.level = level;
+  next->admin = config.admin;
+  next->shutdown = config.shutdown;
+  std::shared_ptr<const config_generation> generation;
+  try {
+    generation = build_generation(next, version, running.get());
+  } catch (const std::exception& e) {
+    return fail({path + ": " + e.what()});
+  }
+  if (level != running->config->log.level) spdlog::set_level(spdlog::level::from_str(level));
+  std::size_t kept = 0;
+  for (const auto& d : generation->downstreams) {
+    kept +=
+        std::find(running->downstreams.begin(), running->downstreams.end(), d) != running->downstreams.end();
+  }
+  publish(generation);
+  reloads.succeeded.fetch_add(1);
+  reloads.last_success = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count()) /
+                         1000.0;
+  report.applied = true;
+  report.version = version;
+  spdlog::info(
+      "configuration {} applied (was {}): {} routes, {} downstreams ({} kept with their connections)",
+      version, running->version, next->routes.size(), next->downstreams.size(), kept);
+  for (const auto& key : report.restart_required)
+    spdlog::warn("configuration: {} changed in the file but only a restart applies it (still the old value)",
+                 key);
+  return report;
 }
 
 // The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones.
@@ -121,7 +347,12 @@ void server::impl::stop() {
     net::post(w.ioc, [this, &w, i] {
       w.beat.stop();
       w.sessions.close_all();
-      for (auto& [name, d] : downstreams) d->close_idle(i);
+      std::vector<std::shared_ptr<downstream_instance>> all;
+      {
+        const std::lock_guard hold(current_lock);
+        all = every_downstream;
+      }
+      for (auto& d : all) d->object->close_idle(i);
       w.guard.reset();
     });
   }
@@ -137,29 +368,29 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   spdlog::info("memory budget for buffered answers: {} MiB", budget >> 20);
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
-  std::vector<net::io_context*> iocs;
   for (unsigned i = 0; i < threads; ++i) {
     impl_->workers.push_back(std::make_unique<worker>());
-    iocs.push_back(&impl_->workers.back()->ioc);
+    impl_->iocs.push_back(&impl_->workers.back()->ioc);
   }
-  impl_->metrics = std::make_unique<metrics_registry>(cfg, threads);
+  impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format);
-  impl_->build_downstreams(iocs);
-
-  std::vector<std::vector<downstream*>> targets;
-  for (const auto& route : cfg.routes) {
-    auto& row = targets.emplace_back();
-    for (const auto& call : route.calls) row.push_back(impl_->downstreams.at(call.downstream).get());
-    if (route.proxy) row.push_back(impl_->downstreams.at(route.proxy->downstream).get());
-  }
-  impl_->handler = std::make_unique<request_handler>(cfg, std::move(targets), *impl_->metrics);
+  std::string why;
+  const auto text = cfg.source.empty() ? std::nullopt : read_text(cfg.source, why);
+  auto first = impl_->build_generation(std::make_shared<const gateway_config>(cfg),
+                                       version_of(text ? *text : effective_config_json(cfg).dump()), nullptr);
+  impl_->current = first;
+  for (auto& w : impl_->workers) w->generation = first;
+  impl_->reloads.last_success = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                        std::chrono::system_clock::now().time_since_epoch())
+                                                        .count()) /
+                                1000.0;
 
   if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
   std::vector<acceptor::io_thread> io_threads;
   for (std::size_t i = 0; i < threads; ++i) {
     auto& w = *impl_->workers[i];
     io_threads.push_back({&w.ioc,
-                          {impl_->handler.get(), &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
+                          {&w.generation, &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
                            impl_->log.get(), i, impl_->certificates.get()}});
     impl_->admin_view.heartbeats.push_back(&w.beat);
   }
@@ -171,20 +402,27 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   auto& view = impl_->admin_view;
   view.state = &impl_->state;
   view.stall_threshold = cfg.admin.stall_threshold;
-  view.databases = impl_->sql_downstreams;
-  view.breakers = impl_->breakers;
-  view.http_downstreams = impl_->http_downstreams;
-  view.stale_caches = impl_->stale_caches;
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
   view.certificates = impl_->certificates.get();
-  view.config_json = effective_config_json(cfg).dump(2) + "\n";
-  impl_->admin = std::make_unique<admin_server>(
-      cfg.admin.listen, [this](std::string_view path) { return answer_admin(path, impl_->admin_view); });
+  view.generation = [this] { return impl_->current_generation(); };
+  view.reload = [this] { return impl_->reload(); };
+  view.reloads = &impl_->reloads;
+  view.token = cfg.admin.token;
+  impl_->admin = std::make_unique<admin_server>(cfg.admin.listen, [this](const admin_request& request) {
+    return answer_admin(request, impl_->admin_view);
+  });
 }
 
 server::~server() {
+  impl_->watch.reset();  // its thread reloads
   impl_->admin.reset();  // its thread reads the rest
+  // The downstreams go before the I/O threads' io_contexts, whose sockets and timers they hold.
+  for (auto& w : impl_->workers) w->generation.reset();
+  const std::lock_guard hold(impl_->current_lock);
+  impl_->current.reset();
+  impl_->retiring.clear();
+  impl_->every_downstream.clear();
 }
 
 net::ip::tcp::endpoint server::local_endpoint() const {
@@ -207,6 +445,14 @@ void server::run(const std::function<void()>& on_started) {
   impl_->state.started =
       true;  // the listener has been listening since construction; the accept loop is queued
   impl_->admin->start();
+  if (!impl_->config.source.empty()) {
+    impl_->watch = std::make_unique<config_watch>(
+        impl_->config.source, impl_->config.server.watch_config,
+        [this] {
+          if (!impl_->state.stopping && !impl_->state.draining) impl_->reload();
+        },
+        [this] { impl_->close_retired(); });
+  }
   if (on_started) on_started();
   std::vector<std::thread> threads;
   for (std::size_t i = 1; i < impl_->workers.size(); ++i) {
@@ -226,6 +472,10 @@ void server::drain() {
 
 void server::stop() {
   impl_->stop();
+}
+
+reload_report server::reload() {
+  return impl_->reload();
 }
 
 }  // namespace gateway

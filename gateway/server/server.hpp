@@ -4,6 +4,7 @@
 // Beast-free header.
 
 #include "gateway/config/config.hpp"
+#include "gateway/server/admin.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -34,6 +35,12 @@ class server {
   void drain();
   // Thread-safe and idempotent: stops accepting, cancels in-flight requests, closes connections.
   void stop();
+  // Reads the configuration file again (config.source) and applies it when it is valid: new requests take
+  // the new routes and downstreams at once, running ones finish on theirs; downstreams whose settings did
+  // not change are kept with their connections, breakers and caches. Invalid: the running configuration
+  // stays and the report has every error. Thread-safe (one reload at a time); returns when done. Also run
+  // on a change of the file (server.watch_config) and by POST /reload on the admin listener.
+  reload_report reload();
 
  private:
   struct impl;

@@ -164,17 +164,21 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
   }
 
   // `bytes`: of the answer's body, when not r.body (a pass-through answer's).
+  // The configuration the current request runs on (see config_generation.hpp); kept while the connection
+  // idles, taken anew when another request finds a newer one.
+  std::shared_ptr<const config_generation> generation;
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
                     std::size_t bytes = std::string::npos) {
     const auto elapsed = clock::now() - started;
-    ctx.metrics->request_done(r.route, method, r.status, elapsed);
+    generation->metrics.request_done(ctx.worker, r.route, method, r.status, elapsed);
     if (!ctx.log) return;
     access_entry e;
     e.time = std::chrono::system_clock::now();
     e.request_id = r.request_id;
     e.method = method;
-    e.route = r.route >= 0 ? std::string_view(ctx.config->routes[static_cast<std::size_t>(r.route)].path)
-                           : std::string_view("unmatched");
+    e.route = r.route >= 0
+                  ? std::string_view(generation->config->routes[static_cast<std::size_t>(r.route)].path)
+                  : std::string_view("unmatched");
     e.status = r.status;
     e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
     e.degraded = r.degraded;
@@ -223,10 +227,10 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       return false;
     }
     auto result =
-        run_proxy(io, parser, ctx.config->routes[static_cast<std::size_t>(route)], route,
-                  ctx.handler->proxy_target(route), ctx, {peer.address, peer.trusted, tls}, control, yield);
+        run_proxy(io, parser, *generation, route, ctx, {peer.address, peer.trusted, tls}, control, yield);
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    ctx.metrics->proxy_bytes(static_cast<std::size_t>(route), result.uploaded_bytes, result.sent_bytes);
+    generation->metrics.proxy_bytes(ctx.worker, static_cast<std::size_t>(route), result.uploaded_bytes,
+                                    result.sent_bytes);
     body_unread = result.body_unread;
     auto& r = result.answer;
     if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
@@ -256,14 +260,16 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
     const auto started = clock::now();
+    if (generation != *ctx.generation) generation = *ctx.generation;  // a reload published a new one
+    const auto& handler = *generation->handler;
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
     // Only a configuration with pass-through routes looks for one (another routing per request).
-    if (ctx.handler->has_proxy_routes() && head_read && control.reason() == cancel_reason::none) {
+    if (handler.has_proxy_routes() && head_read && control.reason() == cancel_reason::none) {
       const auto& req = parser.get();
       const std::string method(req.method_string().data(), req.method_string().size());
       const int proxy =
-          ctx.handler->proxy_route(method, std::string_view(req.target().data(), req.target().size()));
+          handler.proxy_route(method, std::string_view(req.target().data(), req.target().size()));
       if (proxy >= 0) {
         if (!pass_through(proxy, method, started)) break;
         continue;
@@ -276,11 +282,11 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       const std::string_view method(req.method_string().data(), req.method_string().size());
       const std::string_view target(req.target().data(), req.target().size());
       auto r = framing_refusal(req);
-      if (r.status == 0 && ctx.handler->takes_body(method, target)) {
+      if (r.status == 0 && handler.takes_body(method, target)) {
         // The parser refuses a Content-Length over its body limit before it marks the head done.
         if (!parser.is_header_done() ||
             (parser.content_length() && *parser.content_length() > limits.max_body_bytes)) {
-          r = ctx.handler->refuse_body(method, target, "request body larger than limits.max_body_bytes");
+          r = handler.refuse_body(method, target, "request body larger than limits.max_body_bytes");
         } else {
           parser.body_limit(limits.max_body_bytes);
           if (iequals(header(req, "Expect"), "100-continue") &&
@@ -291,7 +297,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
           received = clock::now();
         }
       } else if (r.status == 0) {
-        r = ctx.handler->refuse_body(method, target);
+        r = handler.refuse_body(method, target);
       }
       if (r.status != 0) {
         send(r, false, method == "HEAD");
@@ -338,7 +344,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     in.origin = {peer.address, peer.trusted, tls};
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
-    if (auto r = shed(ctx.handler->route_index(in.method, in.target), in.request_id)) {
+    if (auto r = shed(handler.route_index(in.method, in.target), in.request_id)) {
       const bool keep_alive = req.keep_alive() && !ctx.state->closing;
       const bool written = send(*r, keep_alive, head_only);
       finish(*r, in.method, started);
@@ -347,7 +353,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     }
 
     io.watch_peer([&control] { control.cancel(cancel_reason::client_gone); });
-    auto response = ctx.handler->handle(in, ctx.worker, control, yield);
+    auto response = handler.handle(in, ctx.worker, control, yield);
     io.stop_watch();
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     if (io.peer_closed() || control.reason() == cancel_reason::client_gone) {

@@ -1,0 +1,54 @@
+#pragma once
+// One configuration as it runs: the loaded configuration, the downstreams its routes call, its request
+// handler and its metric rows. A reload builds a new generation beside the running one and publishes it;
+// nothing in a published generation changes afterwards.
+//
+// Ownership and lifetime:
+// - Each I/O thread holds the current generation (a shared_ptr replaced by a handler posted to that thread,
+//   so only that thread reads or writes it). A request copies it once, when its head has been read, and
+//   keeps it to its end: a reload never changes the routes or downstreams under a request, and the old
+//   generation goes when its last request does.
+// - Downstreams are shared between generations while their settings stay the same (their pools, breakers,
+//   caches and counters with them). The server also keeps every downstream it built until it ends: a
+//   downstream no generation uses any more only has its idle connections closed, because callbacks of its
+//   pools may still be queued on the I/O threads.
+// Beast-free.
+
+#include "gateway/config/config.hpp"
+#include "gateway/downstream/downstream.hpp"
+#include "gateway/observe/metrics.hpp"
+#include "gateway/server/request_handler.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gateway {
+
+class http_downstream;
+class sql_downstream;
+
+struct downstream_instance {
+  downstream_settings settings;  // what it was built from, compared at a reload
+  std::unique_ptr<downstream> object;
+  const http_downstream* http = nullptr;  // the same object by its kind
+  const sql_downstream* sql = nullptr;
+};
+
+struct config_generation {
+  std::shared_ptr<const gateway_config> config;
+  std::string version;  // names the configuration's text (a hash prefix), shown by /config
+  std::vector<std::shared_ptr<downstream_instance>> downstreams;  // aligned with config->downstreams
+  metric_set metrics;
+  std::unique_ptr<request_handler> handler;
+
+  // What the admin thread shows of it.
+  std::vector<const sql_downstream*> databases;
+  std::vector<const circuit_breaker*> breakers;
+  std::vector<const http_downstream*> http_downstreams;
+  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;
+  std::string config_json;  // the effective configuration, rendered once
+};
+
+}  // namespace gateway
