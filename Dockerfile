@@ -25,11 +25,12 @@ COPY config config
 # with paths relative to /src, a host's cache of the same sources hits.
 ARG CCACHE_DIR=/root/.ccache
 ENV CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1
+# The check runs beside the seeded data/offers.db: it opens the files the config names, as the start does.
 RUN --mount=type=cache,target=/root/.ccache \
     cmake --preset release -DBUILD_TESTING=OFF -DGATEWAY_BUILD_LOADTEST=OFF >/dev/null \
  && cmake --build --preset release --target gateway \
  && strip build/release/bin/gateway \
- && build/release/bin/gateway --check config/gateway.yaml
+ && cd /out && /src/build/release/bin/gateway --check /src/config/gateway.yaml
 
 FROM ${RUNTIME_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive

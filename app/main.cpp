@@ -1,6 +1,7 @@
 // gateway: parse arguments, load the configuration, run the server until SIGTERM/SIGINT.
 
 #include "gateway/config/config_loader.hpp"
+#include "gateway/config/local_file_checks.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/server/server.hpp"
@@ -23,9 +24,10 @@ constexpr const char* usage =
     "       gateway --version | --help\n";
 
 int check(const std::string& file) {
-  const auto result = gateway::load_config_file(file);
+  auto result = gateway::load_config_file(file);
+  if (result.config) result.errors = gateway::check_local_files(*result.config);
   for (const auto& e : result.errors) std::cerr << gateway::format_config_error(file, e) << '\n';
-  if (!result.config) return 2;
+  if (!result.errors.empty()) return 2;
   std::cout << file << ": ok\n";
   return 0;
 }

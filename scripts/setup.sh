@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages of the named groups (only those missing). Idempotent.
 #   scripts/setup.sh [GROUP...]     default: build test
 #   build   compiler, CMake, Ninja, ccache and the libraries (what the Dockerfile's build stage needs)
-#   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl
+#   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl, python3-h11 (conformance),
+#           python3-jsonschema and python3-yaml (the configuration schema), openssl
 #   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3
 #   fuzz    tests/fuzz: clang-16 with libFuzzer and its sanitizer runtimes
 #   deploy  deploy/ci.sh: podman and its runtime pieces, debootstrap, yamllint, curl
@@ -14,7 +15,7 @@ declare -A groups=(
     libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
     nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
     libssl-dev zlib1g-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
-  [test]="catch2 postgresql sqlite3 curl python3-h11 openssl"
+  [test]="catch2 postgresql sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl"
   [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
   [bench]="wrk gnuplot-nox curl sqlite3"
   [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit

@@ -22,6 +22,13 @@ class param_pattern;
 class tls_client_context;
 class tls_server_context;
 
+// Where a value was written in the configuration file (1-based; 0: not written), for the checks made
+// after load (local_file_checks.hpp).
+struct source_position {
+  int line = 0;
+  int column = 0;
+};
+
 struct listen_address {
   std::string host = "0.0.0.0";
   std::uint16_t port = 8080;
@@ -115,7 +122,8 @@ enum class sql_driver { sqlite, postgres };
 // A SQL downstream: one parameterised query run through a connection pool behind a semaphore.
 struct sql_settings {
   sql_driver driver = sql_driver::sqlite;
-  std::string database;      // sqlite: file path
+  std::string database;  // sqlite: file path
+  source_position database_at;
   bool read_only = false;    // sqlite: open read-only and immutable (a file that never changes)
   std::string dsn;           // postgres: libpq connection string, ${ENV} already substituted
   bool dsn_has_env = false;  // the dsn took a value from the environment (a secret: never shown)

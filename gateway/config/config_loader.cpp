@@ -1,10 +1,12 @@
-// Loads a configuration: reads the file (at most 16 MiB), parses the YAML, runs the section readers
+// Loads a configuration: reads the file (at most 16 MiB), parses the YAML (a syntax error explained by
+// yaml_syntax_errors.hpp), runs the section readers
 // (config_sections.hpp) in order and the checks across sections, and sorts the errors into file order.
 
 #include "gateway/config/config_loader.hpp"
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/yaml_reader.hpp"
+#include "gateway/config/yaml_syntax_errors.hpp"
 
 #include <algorithm>
 #include <array>
@@ -43,7 +45,12 @@ config_load_result load_config_text(std::string_view yaml, const std::string& so
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    result.errors.push_back({e.mark.line + 1, e.mark.column + 1, e.msg});
+    result.errors.push_back(
+        {e.mark.line + 1, e.mark.column + 1, explain_yaml_error(yaml, e.msg, e.mark.line, e.mark.column)});
+    return result;
+  }
+  if (auto quote = quote_open_at_end(yaml)) {
+    result.errors.push_back(std::move(*quote));
     return result;
   }
   if (!root.IsMap()) {

@@ -43,10 +43,18 @@ std::string parse_listen(const std::string& text, const std::string& example, li
 
 bool listeners_overlap(const listen_address& a, const listen_address& b) {
   if (a.port != b.port || a.port == 0) return false;
-  boost::system::error_code ec;
-  const auto x = boost::asio::ip::make_address(a.host, ec);
-  const auto y = boost::asio::ip::make_address(b.host, ec);
-  if (ec) return false;
+  // An IPv4-mapped IPv6 address (::ffff:a.b.c.d) binds the IPv4 address it maps.
+  const auto bound = [](const std::string& host, boost::system::error_code& ec) {
+    auto address = boost::asio::ip::make_address(host, ec);
+    if (!ec && address.is_v6() && address.to_v6().is_v4_mapped())
+      address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+    return address;
+  };
+  boost::system::error_code ec_a;
+  boost::system::error_code ec_b;
+  const auto x = bound(a.host, ec_a);
+  const auto y = bound(b.host, ec_b);
+  if (ec_a || ec_b) return false;
   const auto covers = [](const boost::asio::ip::address& wildcard, const boost::asio::ip::address& other) {
     return wildcard.is_unspecified() && (wildcard.is_v6() || other.is_v4());
   };

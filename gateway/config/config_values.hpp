@@ -25,7 +25,8 @@ std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t
 std::string parse_listen(const std::string& text, const std::string& example, listen_address& out);
 
 // Whether two listeners cannot both bind: one port (not 0: each gets its own) and the same address, or a
-// wildcard address that covers the other (the IPv6 wildcard is dual-stack: it covers IPv4 addresses too).
+// wildcard address that covers the other (the IPv6 wildcard is dual-stack: it covers IPv4 addresses too);
+// an IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address it maps.
 bool listeners_overlap(const listen_address& a, const listen_address& b);
 
 // "http://host:port[/base]" or "https://..." (port 80 or 443 by default) -> settings fields (tls.enabled

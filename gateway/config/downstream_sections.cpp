@@ -27,6 +27,7 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
       sql.driver = sql_driver::sqlite;
       if (r.string("database", sql.database, true) && sql.database.empty())
         r.error_at("database", "database must name a file");
+      if (auto at = r.mark_of("database")) sql.database_at = {at->line + 1, at->column + 1};
       r.boolean("read_only", sql.read_only);
     } else if (driver == "postgres") {
       sql.driver = sql_driver::postgres;

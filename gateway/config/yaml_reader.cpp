@@ -165,6 +165,7 @@ void yaml_reader::error_here(const std::string& message) {
 
 namespace {
 thread_local std::vector<std::string>* secret_values = nullptr;
+thread_local yaml_reader::key_map* known_keys = nullptr;
 }  // namespace
 
 yaml_reader::secret_collector::secret_collector(std::vector<std::string>& values)
@@ -172,6 +173,13 @@ yaml_reader::secret_collector::secret_collector(std::vector<std::string>& values
 
 yaml_reader::secret_collector::~secret_collector() {
   secret_values = previous_;
+}
+
+yaml_reader::known_keys_collector::known_keys_collector(key_map& keys)
+    : previous_(std::exchange(known_keys, &keys)) {}
+
+yaml_reader::known_keys_collector::~known_keys_collector() {
+  known_keys = previous_;
 }
 
 bool yaml_reader::substituted(const YAML::Node& value, const std::string& key, std::string& text) {
@@ -414,6 +422,7 @@ std::string closest_key(const std::string& name, const std::set<std::string>& kn
 
 void yaml_reader::finish() {
   if (!valid_) return;
+  if (known_keys != nullptr) (*known_keys)[what_].insert(used_.begin(), used_.end());
   std::set<std::string> seen;
   for (const auto& [k, v] : entries_) {
     const std::string name = k.IsScalar() ? k.Scalar() : std::string("?");

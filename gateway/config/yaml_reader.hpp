@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -72,6 +73,21 @@ class yaml_reader {
 
    private:
     std::vector<std::string>* previous_;
+  };
+
+  // While one lives on a thread, every reader on that thread adds, as it finishes, the keys its mapping
+  // knows (every key it asked for) to `keys`, under its name in messages ("server", "downstream 'a'.retry"):
+  // what the schema's drift test compares with config/gateway.schema.json.
+  using key_map = std::map<std::string, std::set<std::string>>;
+  class known_keys_collector {
+   public:
+    explicit known_keys_collector(key_map& keys);
+    known_keys_collector(const known_keys_collector&) = delete;
+    known_keys_collector& operator=(const known_keys_collector&) = delete;
+    ~known_keys_collector();
+
+   private:
+    key_map* previous_;
   };
 
  private:

@@ -4,6 +4,7 @@
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/text_edit.hpp"
 
+#include <filesystem>
 #include <sstream>
 
 using namespace test_support;
@@ -46,11 +47,30 @@ rejection check_rejected(const std::string& file) {
 }  // namespace
 
 TEST_CASE("gateway --check accepts the shipped default config", "[cli]") {
+  // Run where its SQLite file is (data/offers.db, relative to the working directory), as the image does.
+  temp_dir dir;
+  std::filesystem::create_directory(dir.file("data"));
+  dir.write("data/offers.db", "");
   std::string file = std::string(SOURCE_DIR) + "/config/gateway.yaml";
-  auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+  auto result = run_command(
+      {"/bin/sh", "-c", "cd '" + dir.path() + "' && exec " GATEWAY_BIN " --check '" + file + "'"}, 10s);
   INFO("stdout: " << result.out << "\nstderr: " << result.err);
   CHECK(result.status.exited);
   CHECK(result.status.code == 0);
+}
+
+TEST_CASE("gateway --check refuses listeners that clash through an IPv4-mapped IPv6 address", "[cli]") {
+  temp_dir dir;
+  std::string yaml = replace_once(seed_config{"http://127.0.0.1:9"}.yaml(), "  listen: 127.0.0.1:0\n",
+                                  "  listen: '[::ffff:127.0.0.1]:7000'\n");
+  yaml = replace_once(yaml, "downstreams:\n", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:\n");
+  auto file = dir.write("clash.yaml", yaml);
+  INFO("config:\n" << yaml);
+  auto [err, positions] = check_rejected(file);
+  INFO("stderr: " << err);
+  CHECK(positions.size() == 1);
+  CHECK(reported_line(positions, line_of(yaml, "listen: 127.0.0.1:7000")));
+  CHECK(err.find("the admin listener and the public listener overlap") != std::string::npos);
 }
 
 TEST_CASE("gateway --check accepts the configs these tests generate", "[cli]") {

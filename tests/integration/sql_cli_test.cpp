@@ -71,3 +71,42 @@ TEST_CASE("gateway --check rejects inconsistent SQL configs at their line", "[sq
                    {"path: /offers"}, "path");
   }
 }
+
+TEST_CASE("gateway --check refuses a sqlite database that is missing or not a file, read_only or not",
+          "[sql][cli]") {
+  temp_dir dir;
+  const auto database = create_offers_file(dir);
+  for (const bool read_only : {true, false}) {
+    INFO("read_only: " << read_only);
+    for (const auto& [path, why] :
+         {std::pair(dir.file("missing.db"), std::string("No such file or directory")),
+          std::pair(dir.path(), std::string("is a directory"))}) {
+      auto cfg = sqlite_config(path, offer_query);
+      cfg.read_only = read_only;
+      check_rejected(cfg.yaml(), {"database:"},
+                     "downstream 'db'.database: cannot open '" + path + "': " + why);
+    }
+    auto cfg = sqlite_config(database, offer_query);
+    cfg.read_only = read_only;
+    auto file = dir.write("ok.yaml", cfg.yaml());
+    auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
+    INFO("stderr: " << result.err);
+    CHECK(result.status.code == 0);
+  }
+}
+
+TEST_CASE("gateway --check takes a relative sqlite database path from its working directory", "[sql][cli]") {
+  temp_dir dir;
+  create_offers_file(dir);
+  auto file = dir.write("relative.yaml", sqlite_config("offers.db", offer_query).yaml());
+  // From the directory holding it: found. From elsewhere: refused, naming that directory.
+  auto found =
+      run_command({"/bin/sh", "-c", "cd '" + dir.path() + "' && exec " GATEWAY_BIN " --check " + file}, 10s);
+  INFO("stderr: " << found.err);
+  CHECK(found.status.code == 0);
+  auto elsewhere = run_command({"/bin/sh", "-c", "cd / && exec " GATEWAY_BIN " --check " + file}, 10s);
+  INFO("stderr: " << elsewhere.err);
+  CHECK(elsewhere.status.code == 2);
+  CHECK(elsewhere.err.find("'offers.db' (from the working directory /): No such file or directory") !=
+        std::string::npos);
+}

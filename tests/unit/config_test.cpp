@@ -455,6 +455,17 @@ TEST_CASE("the admin listener may not take the public listener's address and por
     CHECK_FALSE(loads(edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:7000"},
                               {"downstreams:", "admin:\n  listen: '[::]:7000'\ndownstreams:"}})));
   }
+  SECTION("an IPv4-mapped IPv6 address and the IPv4 address it maps, or the IPv4 wildcard") {
+    CHECK_FALSE(loads(edited({{"listen: 127.0.0.1:0", "listen: '[::ffff:127.0.0.1]:7000'"},
+                              {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}})));
+    CHECK_FALSE(
+        loads(edited({{"listen: 127.0.0.1:0", "listen: 0.0.0.0:7000"},
+                      {"downstreams:", "admin:\n  listen: '[::ffff:127.0.0.1]:7000'\ndownstreams:"}})));
+    CHECK_FALSE(loads(edited({{"listen: 127.0.0.1:0", "listen: '[::ffff:0.0.0.0]:7000'"},
+                              {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}})));
+    CHECK(loads(edited({{"listen: 127.0.0.1:0", "listen: '[::ffff:127.0.0.2]:7000'"},
+                        {"downstreams:", "admin:\n  listen: 127.0.0.1:7000\ndownstreams:"}})));
+  }
   SECTION("distinct addresses, or ephemeral ports, are fine") {
     CHECK(loads(edited({{"listen: 127.0.0.1:0", "listen: 127.0.0.1:7000"},
                         {"downstreams:", "admin:\n  listen: 127.0.0.2:7000\ndownstreams:"}})));
