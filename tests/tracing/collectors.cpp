@@ -33,7 +33,7 @@ std::string find_on_path(const std::string& name) {
 
 }  // namespace
 
-otlp_receiver::otlp_receiver(const std::string& receiver_dir) {
+otlp_receiver::otlp_receiver(const std::string& receiver_dir, bool close_kept) {
   const std::string node = find_on_path("node");
   if (node.empty()) {
     throw std::runtime_error("node is not on PATH: this test needs Node.js and npm (scripts/setup.sh test)");
@@ -44,8 +44,9 @@ otlp_receiver::otlp_receiver(const std::string& receiver_dir) {
     throw std::runtime_error(module +
                              " is missing: the receiver's npm ci (a ctest fixture) did not run or failed");
   }
-  process_.emplace(std::vector<std::string>{node, receiver_dir + "/receiver.js", out_},
-                   dir_.file("receiver.err"));
+  std::vector<std::string> argv{node, receiver_dir + "/receiver.js", out_};
+  if (close_kept) argv.push_back("--close-kept");
+  process_.emplace(std::move(argv), dir_.file("receiver.err"));
   const auto line = process_->wait_for_line(std::regex(R"(listening on (\d+))"), std::chrono::seconds(10));
   if (!line) throw std::runtime_error("the OTLP receiver did not start: " + process_->stderr_text());
   port_ = std::stoi((*line)[1]);

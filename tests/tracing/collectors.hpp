@@ -15,10 +15,11 @@
 namespace test_support {
 
 // The Node receiver on an ephemeral port, writing what it decodes to a file of JSON lines (the format is
-// described in receiver.js). Needs node on PATH and the fixture's npm ci in `receiver_dir`.
+// described in receiver.js). Needs node on PATH and the fixture's npm ci in `receiver_dir`. With
+// `close_kept` it closes each connection right after answering, though the answer says keep-alive.
 class otlp_receiver {
  public:
-  explicit otlp_receiver(const std::string& receiver_dir);
+  explicit otlp_receiver(const std::string& receiver_dir, bool close_kept = false);
 
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/traces"; }
   // One JSON object per request received so far (each written before the receiver answered it).

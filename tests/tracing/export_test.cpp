@@ -205,6 +205,7 @@ TEST_CASE("OTLP export: spans decoded by the official protobuf definitions", "[o
   const auto requests = receiver.requests();
   INFO(receiver.errors());
   REQUIRE(requests.size() == 2);
+  CHECK(requests[1].at("client_port") == requests[0].at("client_port"));  // the connection was kept
 
   const json first = spans_of(requests[0]);
   REQUIRE(first.size() == 4);
@@ -241,6 +242,25 @@ TEST_CASE("OTLP export: spans decoded by the official protobuf definitions", "[o
   CHECK_FALSE(second[0].contains("parentSpanId"));  // a new trace
   CHECK_FALSE(second[0].contains("traceState"));    // dropped with the missing traceparent
   CHECK(second[0].at("status").at("message") == "deadline exceeded");
+}
+
+TEST_CASE("OTLP export: a kept connection the collector closed is replaced", "[otlp-receiver]") {
+  test_support::otlp_receiver receiver(RECEIVER_DIR, true);  // closes each connection after answering
+  auto settings = settings_for(receiver.endpoint());
+  settings.max_batch_spans = 2;
+  tracer t(settings);
+  t.submit(small_record(), false);
+  REQUIRE(eventually([&] { return t.exported() == 2; }));
+  // The next export finds its kept connection closed (the write may succeed, the read meets the end of
+  // stream or a reset) and sends again on a new one, within the same deadline.
+  t.submit(small_record(), false);
+  REQUIRE(eventually([&] { return t.exported() == 4; }));
+  t.shutdown(clock::now() + 5s);
+  CHECK(t.export_failures() == 0);
+  CHECK(t.dropped() == 0);
+  const auto requests = receiver.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[1].at("client_port") != requests[0].at("client_port"));
 }
 
 TEST_CASE("OTLP export: an unreachable collector costs only dropped spans") {

@@ -2,16 +2,17 @@
 // with the protobufjs module generated from opentelemetry-proto that @opentelemetry/otlp-proto-exporter-base
 // ships (build/src/generated/root.js), as ExportTraceServiceRequest.
 //
-// Usage: node receiver.js OUT_FILE
+// Usage: node receiver.js OUT_FILE [--close-kept]
 // Listens on 127.0.0.1, port 0 (the kernel chooses), and prints "listening on PORT". For each request it
 // appends one JSON line to OUT_FILE before answering:
-//   {"method", "path", "content_type", "bytes",
+//   {"client_port" (the connection's), "method", "path", "content_type", "bytes",
 //    "reencoded_identical": protobufjs encodes the decoded message to the very bytes received,
 //    "verify_error": ExportTraceServiceRequest.verify() of the decoded message (null when valid),
 //    "request": the decoded message (toObject: int64 and fixed64 as decimal strings, enums as numbers,
 //               oneof cases named in "value"; trace and span ids as lowercase hex)}
 // or {"error": "..."} when the body does not decode (then it answers 400). A decoded export gets 200 with
-// an empty ExportTraceServiceResponse.
+// an empty ExportTraceServiceResponse. With --close-kept each connection is closed right after its
+// answer, which still says keep-alive: a collector whose idle timeout passed before the next request.
 "use strict";
 
 const fs = require("node:fs");
@@ -23,8 +24,9 @@ const Request = service.ExportTraceServiceRequest;
 const Response = service.ExportTraceServiceResponse;
 
 const outFile = process.argv[2];
-if (!outFile) {
-  console.error("usage: node receiver.js OUT_FILE");
+const closeKept = process.argv[3] === "--close-kept";
+if (!outFile || (process.argv[3] !== undefined && !closeKept)) {
+  console.error("usage: node receiver.js OUT_FILE [--close-kept]");
   process.exit(2);
 }
 
@@ -61,6 +63,7 @@ const server = http.createServer((req, res) => {
     }
     const reencoded = Buffer.from(Request.encode(decoded).finish());
     record({
+      client_port: req.socket.remotePort,
       method: req.method,
       path: req.url,
       content_type: req.headers["content-type"] || null,
@@ -73,6 +76,7 @@ const server = http.createServer((req, res) => {
     });
     const answer = Buffer.from(Response.encode(Response.create({})).finish());
     res.writeHead(200, { "Content-Type": "application/x-protobuf", "Content-Length": answer.length });
+    if (closeKept) res.on("finish", () => req.socket.destroy());
     res.end(answer);
   });
 });
