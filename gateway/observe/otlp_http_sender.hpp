@@ -3,7 +3,8 @@
 // thread (never an I/O thread) until the collector answers or the deadline passes, whichever is first.
 // Plain http:// only: the collector is expected beside the gateway (a sidecar or node agent); TLS would
 // go through Asio SSL as the downstream client does. The connection is kept between exports when the
-// collector keeps it alive; a kept one found closed is replaced once within the same deadline.
+// collector keeps it alive; a kept one found closed (no byte of an answer came back) is replaced once
+// within the same deadline, so a collector that read a batch and closed without answering gets it twice.
 // Name resolution (getaddrinfo, only for a host name) is synchronous and not bounded by the deadline:
 // done at the first export and again after a failed connect.
 

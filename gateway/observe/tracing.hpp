@@ -7,12 +7,13 @@
 //      field values as received, either may be empty). It holds the trace id (the caller's or new), the
 //      server span's id and parent, and the head sampling decision (`rec.sampled`).
 //   2. Per downstream exchange (each attempt of a retried or hedged call too):
-//      `span& s = rec.add_client(name, unix_nanos_now());`, then send `rec.outgoing(s).view()` as the
-//      call's `traceparent` and `rec.tracestate` as its `tracestate`. At its end set `s.end_ns`, the
-//      attributes (span_attributes.hpp) and the status (`s.fail(...)` on an error outcome).
-//      A client span holds no pointer into the record: keep its index if `clients` may grow meanwhile.
-//   3. At the end: fill `rec.server` (name, end_ns, attributes, status), then
-//      `tracer.submit(std::move(rec), degraded_or_failed)`.
+//      `span& s = rec.add_client(call_name, unix_nanos_now());`, then send `rec.outgoing(s).view()` as
+//      the call's `traceparent` (its sampled flag: the head decision) and `rec.tracestate` as its
+//      `tracestate`. At its end set `s.end_ns`, the attributes (span_attributes.hpp) and the status
+//      (`s.fail(...)` on an error outcome). A span reference is invalidated by the next add_client():
+//      keep the index if calls start while others run.
+//   3. At the end: fill `rec.server` (name "{method} {route}", as the HTTP conventions name server
+//      spans; end_ns, attributes, status), then `tracer.submit(std::move(rec), degraded_or_failed)`.
 //   Building the record costs a few small allocations per span; when `!tracer.enabled()` skip it all.
 //
 // Sampling: parent-based ratio at the head (head_sampled: the parent's flag, else the trace id against
@@ -28,7 +29,7 @@
 // exponential backoff (from `batch_delay`, doubling to `max_backoff`, jittered); meanwhile the queue
 // fills and submit() drops. So an unreachable or hung collector costs dropped spans and one waiting
 // thread, nothing on the request path. Memory: the queue's slots (about 230 bytes each, one per span of
-// the cap, made at start), the records queued, and one batch being encoded.
+// the cap rounded up to a power of two, made at start), the records queued, and one batch being encoded.
 //
 // Counters for /metrics (all spans unless said otherwise): dropped() (queue full, a failed export, left
 // at shutdown; gateway_trace_spans_dropped_total), exported(), export_failures() (failed POSTs).
