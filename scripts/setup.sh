@@ -3,7 +3,8 @@
 #   scripts/setup.sh [GROUP...]     default: build test
 #   build   compiler, CMake, Ninja, ccache and the libraries (what the Dockerfile's build stage needs)
 #   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl, python3-h11 (conformance),
-#           python3-jsonschema and python3-yaml (the configuration schema), openssl
+#           python3-jsonschema and python3-yaml (the configuration schema), openssl, Node.js and npm (the
+#           OTLP receiver of tests/tracing)
 #   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3
 #   fuzz    tests/fuzz: clang-16 with libFuzzer and its sanitizer runtimes
 #   deploy  deploy/ci.sh: podman and its runtime pieces, debootstrap, yamllint, curl
@@ -15,7 +16,7 @@ declare -A groups=(
     libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
     nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
     libssl-dev zlib1g-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
-  [test]="catch2 postgresql sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl"
+  [test]="catch2 postgresql sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl nodejs npm"
   [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
   [bench]="wrk gnuplot-nox curl sqlite3"
   [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
@@ -31,9 +32,14 @@ for group in "${selected[@]}"; do
   packages+=(${groups[$group]})
 done
 
+# Packages that count as present when their command is: NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package, so an npm on PATH is not installed again.
+declare -A commands=([nodejs]=node [npm]=npm)
+
 missing=()
 for p in "${packages[@]}"; do
   [[ " ${missing[*]-} " == *" $p "* ]] && continue
+  [[ -n "${commands[$p]:-}" ]] && command -v "${commands[$p]}" >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

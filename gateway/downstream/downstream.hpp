@@ -51,14 +51,16 @@ struct call_request {
 
 // What identifies a call's answer among others to the same downstream: its target, its `vary` headers, and
 // which answer fields it keeps (a shared answer carries the fields kept with it, so calls that keep
-// different ones do not share).
+// different ones do not share). The policy is named by its contents, not its address: a configuration
+// reload frees policies and may make new ones at the same addresses.
 inline std::string answer_key(const call_request& request) {
   std::string key(request.target);
   if (!request.vary.empty()) key.append(request.vary);  // starts with "\r\n": never part of a target
-  if (request.answer_fields != nullptr) {
-    // "\r\n\x01" never starts a vary field (its names are tokens); the policy's address names it.
-    const auto id = reinterpret_cast<std::uintptr_t>(request.answer_fields);
-    key.append("\r\n\x01").append(reinterpret_cast<const char*>(&id), sizeof id);
+  if (const auto* policy = request.answer_fields; policy != nullptr) {
+    // "\r\n\x01" never starts a vary field (its names are tokens), nor do the field names it lists.
+    key.append("\r\n\x01").append(policy->cache_control ? "c" : "-");
+    for (const auto& name : policy->forward) key.append("\x02").append(name);
+    for (const auto& name : policy->set_cookie) key.append("\x03").append(name);
   }
   return key;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gateway {
 
@@ -22,8 +23,15 @@ struct admin_request {
 };
 
 struct admin_reply {
-  unsigned status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
+  admin_reply(unsigned status_code = 200, std::string type = "text/plain; charset=utf-8",
+              std::string text = {}, std::string allowed = {})
+      : status(status_code),
+        content_type(std::move(type)),
+        body(std::move(text)),
+        allow(std::move(allowed)) {}
+
+  unsigned status;
+  std::string content_type;
   std::string body;
   std::string allow;   // with 405
   std::string fields;  // more header lines, "Name: value\r\n" each
