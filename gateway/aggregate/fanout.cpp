@@ -56,7 +56,8 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   req.deadline = deadlines_[index];
   req.now = started_;
   req.request_id = request.request_id;
-  req.traceparent = request.traceparent;
+  req.traceparent =
+      request.call_traceparents != nullptr ? request.call_traceparents[index] : request.traceparent;
   if (request.headers != nullptr) {
     req.headers = request.headers[index].headers;
     req.vary = request.headers[index].vary;

@@ -44,6 +44,9 @@ struct fanout_request {
   clock::time_point deadline;
   std::string_view request_id;
   std::string_view traceparent;
+  // Each call's own traceparent (its client span's, when the request is traced), aligned with
+  // route->calls; null: `traceparent` for all.
+  const std::string_view* call_traceparents = nullptr;
   const call_header_fields* headers = nullptr;  // aligned with route->calls; null: none
   std::string_view client_body;                 // the client's request body (calls with body: client)
   std::size_t worker = 0;

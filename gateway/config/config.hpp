@@ -119,6 +119,19 @@ struct shutdown_settings {
   microseconds timeout = std::chrono::seconds(30);     // from SIGTERM: then in-flight requests are cancelled
 };
 
+// OpenTelemetry traces (observe/tracing.hpp): a server span per request and a client span per downstream
+// call, sent over OTLP/HTTP (protobuf) to `endpoint` from a background thread.
+struct tracing_config {
+  bool enabled = false;
+  std::string endpoint = "http://127.0.0.1:4318/v1/traces";  // http://host:port/path
+  double sample_ratio = 1.0;  // of the traces that start here (no sampled traceparent); degraded ones always
+  std::string service_name = "gateway";
+  std::size_t max_queue_spans = 2048;  // spans waiting for export; beyond it they are dropped (counted)
+  std::size_t max_batch_spans = 512;
+  microseconds batch_delay = std::chrono::seconds(1);
+  microseconds export_timeout = std::chrono::seconds(5);
+};
+
 enum class downstream_kind { http, sql };
 enum class sql_driver { sqlite, postgres };
 
@@ -389,6 +402,7 @@ struct gateway_config {
   log_settings log;
   admin_settings admin;
   shutdown_settings shutdown;
+  tracing_config tracing;
   std::vector<downstream_settings> downstreams;
   std::vector<route_settings> routes;
   // Values taken from a credential's environment variable (${..._TOKEN}, ...): never shown in /config.

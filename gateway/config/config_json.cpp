@@ -222,6 +222,14 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                  {"header_timeout", format_duration(c.limits.header_timeout)},
                  {"idle_timeout", format_duration(c.limits.idle_timeout)},
                  {"write_timeout", format_duration(c.limits.write_timeout)}};
+  j["tracing"] = {{"enabled", c.tracing.enabled},
+                  {"endpoint", c.tracing.endpoint},
+                  {"sample_ratio", c.tracing.sample_ratio},
+                  {"service_name", c.tracing.service_name},
+                  {"max_queue_spans", c.tracing.max_queue_spans},
+                  {"max_batch_spans", c.tracing.max_batch_spans},
+                  {"batch_delay", format_duration(c.tracing.batch_delay)},
+                  {"export_timeout", format_duration(c.tracing.export_timeout)}};
   j["shutdown"] = {{"drain_delay", format_duration(c.shutdown.drain_delay)},
                    {"timeout", format_duration(c.shutdown.timeout)}};
   j["log"] = {{"level", c.log.level},

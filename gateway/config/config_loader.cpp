@@ -29,6 +29,7 @@ gateway_config read_config(const YAML::Node& root, std::vector<config_error>& er
   if (auto n = top.section("log")) read_log(state, *n, cfg.log);
   if (auto n = top.section("admin")) read_admin(state, *n, cfg.admin);
   if (auto n = top.section("shutdown")) read_shutdown(state, *n, cfg.shutdown);
+  if (auto n = top.section("tracing")) read_tracing(state, *n, cfg.tracing);
   if (auto n = top.section("downstreams")) read_downstreams(state, *n, cfg);
   if (auto n = top.section("routes", yaml_reader::kind::sequence)) read_routes(state, *n, cfg);
   top.finish();

@@ -34,6 +34,7 @@ void read_limits(config_parse_state& state, const YAML::Node& node, limits_setti
 void read_log(config_parse_state& state, const YAML::Node& node, log_settings& l);
 void read_admin(config_parse_state& state, const YAML::Node& node, admin_settings& a);
 void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_settings& s);
+void read_tracing(config_parse_state& state, const YAML::Node& node, tracing_config& t);
 
 // header_sections.cpp: a route's or a call's `headers` (`remove` for calls only), what a call's requests
 // carry with its route's policy applied, and server.forwarded / server.trusted_proxies.

@@ -8,6 +8,7 @@
 #include "gateway/config/yaml_reader.hpp"
 
 #include <array>
+#include <cstdlib>
 #include <string_view>
 
 namespace gateway {
@@ -89,6 +90,38 @@ void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_s
   yaml_reader r(node, state.errors, "shutdown");
   r.duration("drain_delay", s.drain_delay, true);
   r.duration("timeout", s.timeout);
+  r.finish();
+}
+
+void read_tracing(config_parse_state& state, const YAML::Node& node, tracing_config& t) {
+  yaml_reader r(node, state.errors, "tracing");
+  r.boolean("enabled", t.enabled);
+  if (r.string("endpoint", t.endpoint)) {
+    const std::string_view e = t.endpoint;
+    const auto host = e.substr(std::min(e.size(), std::string_view("http://").size()));
+    if (!e.starts_with("http://") || host.empty() || host.front() == '/' ||
+        host.find('/') == std::string_view::npos)
+      r.error_at("endpoint",
+                 "endpoint must be an http:// URL with a host and a path, e.g. "
+                 "http://otel-collector:4318/v1/traces (https is not supported)");
+  }
+  std::string ratio;
+  if (r.string("sample_ratio", ratio)) {
+    char* end = nullptr;
+    const double value = std::strtod(ratio.c_str(), &end);
+    if (ratio.empty() || end != ratio.c_str() + ratio.size() || !(value >= 0.0 && value <= 1.0)) {
+      r.error_at("sample_ratio", "sample_ratio must be a number from 0 to 1");
+    } else {
+      t.sample_ratio = value;
+    }
+  }
+  if (r.string("service_name", t.service_name) && t.service_name.empty())
+    r.error_at("service_name", "service_name must not be empty");
+  r.size("max_queue_spans", t.max_queue_spans, 1, 1 << 20);
+  if (r.size("max_batch_spans", t.max_batch_spans, 1, 1 << 20) && t.max_batch_spans > t.max_queue_spans)
+    r.error_at("max_batch_spans", "max_batch_spans must not be above max_queue_spans");
+  r.duration("batch_delay", t.batch_delay);
+  r.duration("export_timeout", t.export_timeout);
   r.finish();
 }
 

@@ -9,6 +9,7 @@
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/prometheus.hpp"
+#include "gateway/observe/tracing.hpp"
 #include "gateway/server/certificate_reloader.hpp"
 #include "gateway/sql/sql_downstream.hpp"
 
@@ -217,6 +218,18 @@ std::string render_exposition(const exposition_sources& from) {
   out.family("gateway_config_info", "gauge",
              "Always 1; the label names the running configuration's version.");
   out.sample("gateway_config_info", {{"version", from.config_version}}, 1);
+  if (from.tracing) {
+    const auto& t = *from.tracing;
+    single(out, "gateway_trace_spans_exported_total", "counter", "Spans the collector accepted.",
+           static_cast<double>(t.exported()));
+    single(out, "gateway_trace_spans_dropped_total", "counter",
+           "Spans dropped: the export queue full, a failed export, or left at shutdown.",
+           static_cast<double>(t.dropped()));
+    single(out, "gateway_trace_export_failures_total", "counter", "Exports to the collector that failed.",
+           static_cast<double>(t.export_failures()));
+    single(out, "gateway_trace_queued_spans", "gauge", "Spans waiting for export.",
+           static_cast<double>(t.queued_spans()));
+  }
   if (from.certificates) render_certificates(out, *from.certificates);
   if (from.breakers) render_breakers(out, *from.breakers);
   if (from.http_downstreams) render_attempts(out, *from.http_downstreams);

@@ -14,6 +14,7 @@ namespace gateway {
 
 class access_log;
 class certificate_reloader;
+class tracer;
 class circuit_breaker;
 class http_downstream;
 class stale_cache;
@@ -30,6 +31,7 @@ struct exposition_sources {
   const std::vector<const http_downstream*>* http_downstreams = nullptr;
   const std::vector<std::pair<std::string, const stale_cache*>>* stale_caches = nullptr;
   const certificate_reloader* certificates = nullptr;  // the listener's TLS; null without server.tls
+  const tracer* tracing = nullptr;                     // null without tracing.enabled
   // The configuration: the running version, and the reloads since the start by result.
   std::string config_version;
   std::uint64_t reloads_succeeded = 0;

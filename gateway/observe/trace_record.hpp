@@ -44,15 +44,17 @@ struct span {
 
   // Adds an attribute (no check for a repeated key: the caller sets each once). Text values are copied;
   // an integer is stored as int64 (an unsigned value above its range wraps).
-  void set(std::string_view key, std::string value) { attributes.push_back({key, std::move(value)}); }
+  // Out of line: inlined into callers, the variant's construction trips GCC 12's -Wmaybe-uninitialized.
+  void set(std::string_view key, std::string value);
   void set(std::string_view key, std::string_view value) { set(key, std::string(value)); }
   void set(std::string_view key, const char* value) { set(key, std::string(value)); }
   template <std::integral T>
   requires(!std::same_as<T, bool>) void set(std::string_view key, T value) {
-    attributes.push_back({key, static_cast<std::int64_t>(value)});
+    set_integer(key, static_cast<std::int64_t>(value));
   }
-  void set(std::string_view key, double value) { attributes.push_back({key, value}); }
-  void set(std::string_view key, bool value) { attributes.push_back({key, value}); }
+  void set(std::string_view key, double value);
+  void set(std::string_view key, bool value);
+  void set_integer(std::string_view key, std::int64_t value);
 
   void fail(std::string message) {
     status = span_status::error;

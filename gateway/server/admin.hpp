@@ -20,6 +20,7 @@ namespace gateway {
 struct config_generation;
 class access_log;
 class certificate_reloader;
+class tracer;
 class circuit_breaker;
 class http_downstream;
 class stale_cache;
@@ -54,6 +55,7 @@ struct admin_sources {
   const metrics_registry* metrics = nullptr;
   const access_log* log = nullptr;                     // null when access logging is off
   const certificate_reloader* certificates = nullptr;  // null without server.tls
+  const tracer* tracing = nullptr;                     // null without tracing.enabled
   // The current configuration generation (its downstreams, breakers, caches and /config); thread-safe.
   std::function<std::shared_ptr<const config_generation>()> generation;
   // Reloads the configuration file (POST /reload); thread-safe, returns when done.

@@ -6,6 +6,7 @@
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/compression.hpp"
 #include "gateway/core/json_text.hpp"
+#include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <fmt/format.h>
@@ -88,6 +89,36 @@ outbound_response error_response(unsigned status, std::string_view message, std:
   r.body = error_body(message);
   r.request_id = std::move(request_id);
   return r;
+}
+
+// Finishes the client span of each call (made before the fan-out, in call order from `first`).
+void trace_calls(trace_record& trace, std::size_t first, const gateway_config& config,
+                 const route_settings& route, const std::vector<downstream*>& targets,
+                 const std::vector<call_result>& results) {
+  namespace attr = span_attributes;
+  for (std::size_t i = 0; i < route.calls.size(); ++i) {
+    auto& s = trace.clients[first + i];
+    const auto& call = route.calls[i];
+    const auto& result = results[i];
+    s.end_ns = s.start_ns + static_cast<std::uint64_t>(std::chrono::nanoseconds(result.latency).count());
+    s.set(attr::call, call.name);
+    s.set(attr::http_request_method, call.method);
+    const auto& to = config.downstreams[call.downstream_index];
+    if (to.kind == downstream_kind::http) {
+      s.set(attr::server_address, to.host);
+      s.set(attr::server_port, to.port);
+    }
+    s.set(attr::outcome, outcome_label(result.label_index()));
+    s.set(attr::degraded, !result.ok());
+    if (result.status != 0) s.set(attr::http_response_status_code, result.status);
+    if (const auto* breaker = targets[i]->breaker())
+      s.set(attr::breaker_state, to_string(breaker->current()));
+    if (result.ok()) {
+      s.status = span_status::ok;
+    } else {
+      s.fail(result.detail);
+    }
+  }
 }
 
 }  // namespace
@@ -260,11 +291,26 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.metrics = &metrics_.worker(worker);
     fr.series = &series_;
 
+    // Traced: a client span per call, whose id its downstream receives as the parent in its traceparent.
+    std::vector<traceparent_text> outgoing;
+    std::vector<std::string_view> traceparents;
+    const std::size_t first_span = request.trace != nullptr ? request.trace->clients.size() : 0;
+    if (request.trace != nullptr) {
+      const auto now = unix_nanos_now();
+      outgoing.reserve(route.calls.size());
+      for (const auto& call : route.calls)
+        outgoing.push_back(request.trace->outgoing(request.trace->add_client(call.name, now)));
+      for (const auto& text : outgoing) traceparents.push_back(text.view());
+      fr.call_traceparents = traceparents.data();
+    }
+
     fanout calls(yield.get_executor());
     control.attach(&calls);
     if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
     auto results = calls.run(fr, yield);
     control.detach();
+    if (request.trace != nullptr)
+      trace_calls(*request.trace, first_span, config_, route, targets_[found.index], results);
 
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].has_body()) continue;

@@ -9,6 +9,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/observe/trace_record.hpp"
 #include "gateway/server/call_headers.hpp"
 #include "gateway/server/router.hpp"
 
@@ -31,6 +32,7 @@ struct inbound_request {
   clock::time_point received;               // when its head was read: the deadline counts from here
   const client_headers* headers = nullptr;  // every header field, for the header policy; null: none
   client_origin origin;                     // who sent it (forwarded headers)
+  trace_record* trace = nullptr;            // the request's spans when it is traced (a client span per call)
 };
 
 struct outbound_response {

@@ -10,6 +10,7 @@
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/observe/tracing.hpp"
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
 #include "gateway/server/certificate_reloader.hpp"
@@ -120,6 +121,7 @@ struct server::impl {
   std::unique_ptr<metrics_registry> metrics;
   std::unique_ptr<access_log> log;
   std::unique_ptr<certificate_reloader> certificates;  // with server.tls
+  std::unique_ptr<tracer> tracing;                     // with tracing.enabled; flushed when run() ends
   std::unique_ptr<acceptor> listener;
   std::unique_ptr<graceful_drain> drain;
   mutable std::mutex current_lock;  // guards `current`, `every_downstream` and `retiring`
@@ -386,12 +388,23 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
                                 1000.0;
 
   if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
+  if (cfg.tracing.enabled) {
+    const auto& t = cfg.tracing;
+    impl_->tracing = std::make_unique<tracer>(tracing_settings{.enabled = true,
+                                                               .endpoint = t.endpoint,
+                                                               .sample_ratio = t.sample_ratio,
+                                                               .service_name = t.service_name,
+                                                               .max_queue_spans = t.max_queue_spans,
+                                                               .max_batch_spans = t.max_batch_spans,
+                                                               .batch_delay = t.batch_delay,
+                                                               .export_timeout = t.export_timeout});
+  }
   std::vector<acceptor::io_thread> io_threads;
   for (std::size_t i = 0; i < threads; ++i) {
     auto& w = *impl_->workers[i];
     io_threads.push_back({&w.ioc,
                           {&w.generation, &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
-                           impl_->log.get(), i, impl_->certificates.get()}});
+                           impl_->log.get(), i, impl_->certificates.get(), impl_->tracing.get()}});
     impl_->admin_view.heartbeats.push_back(&w.beat);
   }
   impl_->listener = std::make_unique<acceptor>(cfg, impl_->state, std::move(io_threads));
@@ -405,6 +418,7 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.metrics = impl_->metrics.get();
   view.log = impl_->log.get();
   view.certificates = impl_->certificates.get();
+  view.tracing = impl_->tracing.get();
   view.generation = [this] { return impl_->current_generation(); };
   view.reload = [this] { return impl_->reload(); };
   view.reloads = &impl_->reloads;
@@ -464,6 +478,8 @@ void server::run(const std::function<void()>& on_started) {
   mark_io_thread();
   impl_->workers.front()->ioc.run();
   for (auto& t : threads) t.join();
+  // The spans of the last requests go out now, within a bound (a hung collector costs only them).
+  if (impl_->tracing) impl_->tracing->shutdown(clock::now() + std::chrono::seconds(2));
 }
 
 void server::drain() {

@@ -1,5 +1,8 @@
 #include "gateway/server/session.hpp"
 
+#include "gateway/observe/span_attributes.hpp"
+#include "gateway/observe/tracing.hpp"
+
 #include "gateway/core/http_text.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/server/beast_headers.hpp"
@@ -125,6 +128,25 @@ class session_counted {
   const session_context& ctx_;
 };
 
+// Finishes a request's server span and hands its record to the tracer, which keeps it when sampled, or
+// when the answer was degraded or failed (5xx).
+void end_trace(trace_record& trace, const outbound_response& r, std::string_view method,
+               const config_generation& generation, tracer& to) {
+  namespace attr = span_attributes;
+  auto& s = trace.server;
+  const std::string_view route =
+      r.route >= 0 ? std::string_view(generation.config->routes[static_cast<std::size_t>(r.route)].path) : "";
+  s.name = route.empty() ? std::string(method) : std::string(method) + " " + std::string(route);
+  s.kind = span_kind::server;
+  s.end_ns = unix_nanos_now();
+  s.set(attr::http_request_method, method);
+  if (!route.empty()) s.set(attr::http_route, route);
+  s.set(attr::http_response_status_code, r.status);
+  s.set(attr::degraded, !r.degraded.empty());
+  if (r.status >= 500) s.fail("status " + std::to_string(r.status));
+  to.submit(std::move(trace), !r.degraded.empty() || r.status >= 500);
+}
+
 // The handshake of a TLS connection, within header_timeout of the accept, like a plain connection's
 // first byte; a failure is counted, a drain or a shutdown that cancels it is not.
 bool handshake(tls_client_io& io, const session_context& ctx, net::yield_context yield) {
@@ -167,9 +189,12 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
   // The configuration the current request runs on (see config_generation.hpp); kept while the connection
   // idles, taken anew when another request finds a newer one.
   std::shared_ptr<const config_generation> generation;
+  std::optional<trace_record> trace;  // the current request's spans, when tracing is on
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
                     std::size_t bytes = std::string::npos) {
     const auto elapsed = clock::now() - started;
+    if (trace) end_trace(*trace, r, method, *generation, *ctx.tracing);
+    trace.reset();
     generation->metrics.request_done(ctx.worker, r.route, method, r.status, elapsed);
     if (!ctx.log) return;
     access_entry e;
@@ -264,6 +289,9 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     const auto& handler = *generation->handler;
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
+    if (ctx.tracing != nullptr && head_read)
+      trace.emplace(
+          ctx.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
     // Only a configuration with pass-through routes looks for one (another routing per request).
     if (handler.has_proxy_routes() && head_read && control.reason() == cancel_reason::none) {
       const auto& req = parser.get();
@@ -342,6 +370,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     const beast_headers<http::request<http::string_body>> fields(req);
     in.headers = &fields;
     in.origin = {peer.address, peer.trusted, tls};
+    if (trace) in.trace = &*trace;
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
     if (auto r = shed(handler.route_index(in.method, in.target), in.request_id)) {

@@ -16,6 +16,7 @@
 namespace gateway {
 
 class certificate_reloader;
+class tracer;
 
 struct session_context {
   // The I/O thread's current configuration generation (replaced only on that thread, see
@@ -30,6 +31,7 @@ struct session_context {
   access_log* log = nullptr;            // null when access logging is off
   std::size_t worker = 0;               // the index of the connection's I/O thread
   certificate_reloader* tls = nullptr;  // the listener's TLS (server.tls); null: plain TCP
+  tracer* tracing = nullptr;            // null when tracing is off
 };
 
 }  // namespace gateway

@@ -156,7 +156,7 @@ READER_PATHS = [
     (r"^param '[^']*'", "routes[].params.*"),
     (r"^call( '[^']*')?", "routes[].calls[]"),
     (r"^route", "routes[]"),
-    (r"^(server|limits|log|admin|shutdown)", r"\1"),
+    (r"^(server|limits|log|admin|shutdown|tracing)", r"\1"),
 ]
 
 

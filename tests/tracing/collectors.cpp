@@ -59,7 +59,7 @@ std::vector<nlohmann::json> otlp_receiver::requests() const {
   return out;
 }
 
-silent_port::silent_port(bool listening) {
+silent_collector::silent_collector(bool listening) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in addr{};
@@ -71,13 +71,13 @@ silent_port::silent_port(bool listening) {
       (listening && ::listen(fd_, 16) != 0)) {
     const int error = errno;
     ::close(fd_);
-    throw std::runtime_error(std::string("silent_port: ") + std::strerror(error));
+    throw std::runtime_error(std::string("silent_collector: ") + std::strerror(error));
   }
   port_ = ntohs(addr.sin_port);
   if (!listening) ::close(std::exchange(fd_, -1));
 }
 
-silent_port::~silent_port() {
+silent_collector::~silent_collector() {
   if (fd_ >= 0) ::close(fd_);
 }
 

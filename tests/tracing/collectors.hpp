@@ -36,12 +36,12 @@ class otlp_receiver {
 // A loopback port that refuses connections (bound, then closed: `listening` false), or one whose socket
 // listens but nobody accepts from it (`listening` true): the kernel completes connections into the
 // backlog, nothing reads and nothing answers, as with a hung collector.
-class silent_port {
+class silent_collector {
  public:
-  explicit silent_port(bool listening);
-  ~silent_port();
-  silent_port(const silent_port&) = delete;
-  silent_port& operator=(const silent_port&) = delete;
+  explicit silent_collector(bool listening);
+  ~silent_collector();
+  silent_collector(const silent_collector&) = delete;
+  silent_collector& operator=(const silent_collector&) = delete;
 
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/traces"; }
 

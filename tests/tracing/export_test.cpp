@@ -264,7 +264,7 @@ TEST_CASE("OTLP export: a kept connection the collector closed is replaced", "[o
 }
 
 TEST_CASE("OTLP export: an unreachable collector costs only dropped spans") {
-  test_support::silent_port closed(false);
+  test_support::silent_collector closed(false);
   auto settings = settings_for(closed.endpoint());
   settings.max_queue_spans = 8;
   settings.max_batch_spans = 2;
@@ -281,7 +281,7 @@ TEST_CASE("OTLP export: an unreachable collector costs only dropped spans") {
 }
 
 TEST_CASE("OTLP export: a hung collector costs only dropped spans and shutdown keeps its deadline") {
-  test_support::silent_port hung(true);
+  test_support::silent_collector hung(true);
   auto settings = settings_for(hung.endpoint());
   settings.max_batch_spans = 2;
   settings.max_backoff = microseconds::zero();
