@@ -777,7 +777,7 @@ scenario_d() {
   # The gateway's own view of its answers: how many it timed at more than the 5 s deadline.
   local late
   late=$(curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
-    /^http_server_request_duration_seconds_bucket\{route="\/api\/offer\/aggregate"/ && !/status_code="499"/ {
+    /^http_server_request_duration_seconds_bucket\{http_route="\/api\/offer\/aggregate"/ && !/http_response_status_code="499"/ {
       if ($1 ~ /le="5"/) within += $2; else if ($1 ~ /le="\+Inf"/) total += $2 }
     END {printf "%d of %d", total - within, total}')
   stop_servers d

@@ -93,7 +93,7 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   }
   if (request_->series)
     request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
-                                result.outcome, result.latency);
+                                result.label_index(), result.latency);
   keep_or_serve_stale(index, result, ended);
   const bool settles = request_->route->calls[index].required && !result.has_body();
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.

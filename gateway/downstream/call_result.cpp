@@ -1,5 +1,7 @@
 #include "gateway/downstream/call_result.hpp"
 
+#include <array>
+
 namespace gateway {
 
 std::string_view to_string(call_outcome outcome) {
@@ -20,6 +22,26 @@ std::string_view to_string(call_outcome outcome) {
       return "stale";
   }
   return "error";
+}
+
+namespace {
+
+// Outcomes first (in their order, "error" standing for call_error::other), then the error kinds.
+constexpr std::array<std::string_view, outcome_label_count> labels{
+    "ok",         "timeout",    "error",        "cancelled", "rejected", "circuit_open", "stale",
+    "status_4xx", "status_5xx", "invalid_body", "too_large", "refused",  "reset",        "tls"};
+
+}  // namespace
+
+std::size_t outcome_label_index(call_outcome outcome, call_error error) {
+  if (outcome != call_outcome::error || error == call_error::none || error == call_error::other)
+    return static_cast<std::size_t>(outcome);
+  return call_outcome_count + static_cast<std::size_t>(error) -
+         static_cast<std::size_t>(call_error::status_4xx);
+}
+
+std::string_view outcome_label(std::size_t index) {
+  return index < labels.size() ? labels[index] : "error";
 }
 
 }  // namespace gateway

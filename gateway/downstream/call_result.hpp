@@ -24,11 +24,32 @@ inline constexpr std::size_t call_outcome_count = 7;
 
 std::string_view to_string(call_outcome outcome);
 
+// What kind of failure an `error` outcome was: a status the call cannot use, an answer that is not a JSON
+// object or is too large, a connection refused, reset or closed, a TLS handshake that failed, or other.
+enum class call_error : std::uint8_t {
+  none,
+  status_4xx,
+  status_5xx,  // and any other status that is not 2xx
+  invalid_body,
+  too_large,
+  refused,
+  reset,
+  tls,
+  other,
+};
+
+// The outcome as metrics and logs name it: the outcome, but an error by its kind ("status_5xx", "reset",
+// ...; "error" for other errors). Numbered 0 .. outcome_label_count - 1 by outcome_label_index.
+inline constexpr std::size_t outcome_label_count = 14;
+std::size_t outcome_label_index(call_outcome outcome, call_error error);
+std::string_view outcome_label(std::size_t index);
+
 struct call_result {
   call_outcome outcome = call_outcome::error;
-  const char* detail = "";  // short static reason, e.g. "connect refused", "status 503"
-  unsigned status = 0;      // HTTP status when one was received
-  json_object_text body;    // the JSON object when outcome == ok
+  call_error error = call_error::none;  // the kind of failure when outcome == error
+  const char* detail = "";              // short static reason, e.g. "connect refused", "status 503"
+  unsigned status = 0;                  // HTTP status when one was received
+  json_object_text body;                // the JSON object when outcome == ok
   clock::duration latency{};
   // The downstream was reached: a connection to it used or opened, a query sent. False when the call
   // ended while it waited for something local (a pool connection, a database permit): no fault of the
@@ -43,6 +64,7 @@ struct call_result {
   std::uint32_t age = 0;    // ... this many whole seconds after it was received
 
   bool ok() const { return outcome == call_outcome::ok; }
+  std::size_t label_index() const { return outcome_label_index(outcome, error); }
   // An answer to merge: a fresh one, or a stale one (degraded).
   bool has_body() const { return outcome == call_outcome::ok || outcome == call_outcome::stale; }
 };

@@ -310,12 +310,17 @@ void http_attempt::answered(bool drained) {
   // and counted against the memory budget as decoded.
   const auto status = parser_->status();
   const char* unusable = nullptr;
+  auto kind = call_error::invalid_body;
   if (parser_->coding() != content_coding::identity && status >= 200 && status <= 299) {
     unusable = decode_body(parser_->coding(), parser_->body(), max_response_bytes_);
-    if (!unusable && !charge_body()) unusable = "memory budget exhausted";
+    if (unusable && std::string_view(unusable) == decoded_too_large) kind = call_error::too_large;
+    if (!unusable && !charge_body()) {
+      unusable = "memory budget exhausted";
+      kind = call_error::other;
+    }
   }
   // Built only now: a call in flight does not carry a result.
-  auto result = unusable ? unusable_answer(status, unusable)
+  auto result = unusable ? unusable_answer(status, unusable, kind)
                          : answer_result(status, std::move(parser_->body()), parser_->fresh_for());
   if (result.ok()) result.headers = std::move(parser_->captured());  // empty unless asked for
   finish(std::move(result), now);

@@ -3,6 +3,8 @@
 #include "gateway/core/compression.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/http/error.hpp>
 
 #include <utility>
 
@@ -14,9 +16,11 @@ call_result answer_result(unsigned status, std::string&& body, std::uint32_t fre
   result.fresh_for = fresh_for;
   if (status < 200 || status > 299) {
     result.outcome = call_outcome::error;
+    result.error = status >= 400 && status < 500 ? call_error::status_4xx : call_error::status_5xx;
     result.detail = status >= 500 ? "status 5xx" : "status not 2xx";
   } else if (!parse_json_object(std::move(body), result.body)) {
     result.outcome = call_outcome::error;
+    result.error = call_error::invalid_body;
     result.detail = "body not a JSON object";
   } else {
     result.outcome = call_outcome::ok;
@@ -32,7 +36,7 @@ const char* decode_body(content_coding coding, std::string& body, std::size_t ma
       body = std::move(decoded);
       return nullptr;
     case inflate_status::too_large:
-      return "decoded body too large";
+      return decoded_too_large;
     case inflate_status::corrupt:
       return coding == content_coding::gzip ? "corrupt gzip body" : "corrupt deflate body";
     case inflate_status::no_memory:
@@ -41,10 +45,11 @@ const char* decode_body(content_coding coding, std::string& body, std::size_t ma
   return "out of memory decoding the body";
 }
 
-call_result unusable_answer(unsigned status, const char* why) {
+call_result unusable_answer(unsigned status, const char* why, call_error kind) {
   call_result result;
   result.status = status;
   result.outcome = call_outcome::error;
+  result.error = kind;
   result.detail = why;
   return result;
 }
@@ -60,6 +65,22 @@ call_result failure_result(const boost::system::error_code& ec, const char* what
   } else {
     result.outcome = call_outcome::error;
     result.detail = what;
+    namespace error = boost::asio::error;
+    if (ec == error::connection_refused) {
+      result.error = call_error::refused;
+    } else if (ec == error::connection_reset || ec == error::eof || ec == error::broken_pipe ||
+               ec == boost::beast::http::error::end_of_stream ||
+               ec == boost::beast::http::error::partial_message) {
+      result.error = call_error::reset;
+    } else if (ec == boost::beast::http::error::body_limit ||
+               ec == boost::beast::http::error::buffer_overflow ||
+               ec == boost::beast::http::error::header_limit) {
+      result.error = call_error::too_large;
+    } else if (ec.category() == boost::asio::error::get_ssl_category()) {
+      result.error = call_error::tls;
+    } else {
+      result.error = call_error::other;
+    }
   }
   return result;
 }

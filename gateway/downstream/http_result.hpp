@@ -21,8 +21,12 @@ call_result answer_result(unsigned status, std::string&& body, std::uint32_t fre
 // stream, or one that decodes beyond the bound (a zip bomb), which stops the decoding there.
 const char* decode_body(content_coding coding, std::string& body, std::size_t max_bytes);
 
-// A 2xx answer whose body could not be used before it was judged (`why`: from decode_body).
-call_result unusable_answer(unsigned status, const char* why);
+// decode_body()'s reason when the decoded body would exceed its bound.
+inline constexpr const char* decoded_too_large = "decoded body too large";
+
+// A 2xx answer whose body could not be used before it was judged (`why`: from decode_body), a failure of
+// kind `kind`.
+call_result unusable_answer(unsigned status, const char* why, call_error kind);
 
 call_result failure_result(const boost::system::error_code& ec, const char* what, bool cancelled);
 

@@ -34,10 +34,6 @@ std::size_t method_slot(std::string_view method) {
   return methods.size() - 1;
 }
 
-constexpr std::array<call_outcome, call_outcome_count> outcomes{
-    call_outcome::ok,       call_outcome::timeout,      call_outcome::error, call_outcome::cancelled,
-    call_outcome::rejected, call_outcome::circuit_open, call_outcome::stale};
-
 }  // namespace
 
 // One I/O thread's part of a row, on cache lines of its own.
@@ -47,7 +43,7 @@ struct alignas(64) route_part {
   std::array<std::atomic<std::uint64_t>, 2> proxy_bytes{};  // request, response
 };
 struct alignas(64) downstream_part {
-  std::array<histogram, call_outcome_count> duration;  // by outcome
+  std::array<histogram, outcome_label_count> duration;  // by outcome_label_index
 };
 struct alignas(64) fallback_part {
   std::atomic<std::uint64_t> count{0};
@@ -70,6 +66,8 @@ struct route_series : series_parts<route_part> {
   route_series(std::string p, std::size_t workers) : series_parts(workers), path(std::move(p)) {}
   std::string path;    // the route label ("unmatched" for the row of requests no route took)
   bool proxy = false;  // a pass-through route in some configuration: its bytes are shown (under the lock)
+  // Its series shown from the start, at zero: its method (GET for a route of any method) and status 200.
+  std::size_t method = method_slot("GET");
 };
 struct downstream_series : series_parts<downstream_part> {
   downstream_series(std::string n, std::size_t workers) : series_parts(workers), name(std::move(n)) {}
@@ -88,9 +86,9 @@ void metric_set::request_done(std::size_t worker, int route, std::string_view me
   part.duration[method_slot(method) * status_slots + status_slot(status)].observe(elapsed);
 }
 
-void metric_set::call_done(std::size_t worker, std::size_t downstream, call_outcome outcome,
+void metric_set::call_done(std::size_t worker, std::size_t downstream, std::size_t outcome,
                            clock::duration latency) const {
-  downstreams_[downstream]->parts[worker].duration[static_cast<std::size_t>(outcome)].observe(latency);
+  downstreams_[downstream]->parts[worker].duration[outcome].observe(latency);
 }
 
 void metric_set::degraded_response(std::size_t worker, std::size_t route) const {
@@ -144,6 +142,7 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
         r.routes, [&](const route_series& s) { return s.path == route.path && &s != &r.routes.front(); },
         route.path);
     if (route.proxy) row->proxy = true;
+    if (route.method != "*" && !route.method.empty()) row->method = method_slot(route.method);
     set.routes_.push_back(row);
     auto& calls = set.fallbacks_.emplace_back();
     for (const auto& call : route.calls) {
@@ -164,46 +163,56 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   const auto& r = *rows_;
   out.family("http_server_request_duration_seconds", "histogram",
              "Duration of inbound HTTP requests, from the request head to the response written.");
+  const auto ok_slot = status_slot(200);
   for (const auto& row : r.routes) {
     for (std::size_t m = 0; m < methods.size(); ++m) {
       for (std::size_t slot = 0; slot < status_slots; ++slot) {
         const auto h =
             row.sum([&](const route_part& p) { return p.duration[m * status_slots + slot].read(); });
-        if (h.count() == 0) continue;
+        const bool from_start = &row != &r.routes.front() && m == row.method && slot == ok_slot;
+        if (h.count() == 0 && !from_start) continue;
         const std::string code = slot < status_codes.size() ? std::to_string(status_codes[slot]) : "other";
         out.histogram_sample("http_server_request_duration_seconds",
-                             {{"route", row.path}, {"method", methods[m]}, {"status_code", code}}, h);
+                             {{"http_route", row.path},
+                              {"http_request_method", methods[m]},
+                              {"http_response_status_code", code}},
+                             h);
       }
     }
   }
   out.family("http_server_active_requests", "gauge", "Inbound requests being handled.");
   out.sample("http_server_active_requests", {}, static_cast<double>(active_requests));
 
+  // Every outcome's count from the start (at zero), the durations of those that happened and of ok.
   out.family(
       "http_client_request_duration_seconds", "histogram",
-      "Duration of downstream calls by outcome (ok, timeout, error, cancelled, rejected, circuit_open).");
-  std::vector<std::tuple<const downstream_series*, std::size_t, std::uint64_t>> calls;
+      "Duration of downstream calls by outcome: ok, timeout, cancelled, rejected, circuit_open, stale, or "
+      "the kind of error (status_4xx, status_5xx, invalid_body, too_large, refused, reset, tls, error).");
+  std::vector<std::vector<std::uint64_t>> counts;
   for (const auto& row : r.downstreams) {
-    for (std::size_t o = 0; o < outcomes.size(); ++o) {
-      const auto outcome = static_cast<std::size_t>(outcomes[o]);
-      const auto h = row.sum([&](const downstream_part& p) { return p.duration[outcome].read(); });
-      if (h.count() == 0) continue;
+    auto& count = counts.emplace_back(outcome_label_count);
+    for (std::size_t o = 0; o < outcome_label_count; ++o) {
+      const auto h = row.sum([&](const downstream_part& p) { return p.duration[o].read(); });
+      count[o] = h.count();
+      if (h.count() == 0 && o != 0) continue;
       out.histogram_sample("http_client_request_duration_seconds",
-                           {{"downstream", row.name}, {"outcome", to_string(outcomes[o])}}, h);
-      calls.emplace_back(&row, o, h.count());
+                           {{"downstream", row.name}, {"outcome", outcome_label(o)}}, h);
     }
   }
-  out.family("gateway_downstream_calls_total", "counter", "Downstream calls by outcome.");
-  for (const auto& [row, o, count] : calls) {
-    out.sample("gateway_downstream_calls_total",
-               {{"downstream", row->name}, {"outcome", to_string(outcomes[o])}}, static_cast<double>(count));
+  out.family("gateway_downstream_calls_total", "counter", "Downstream calls by outcome (as above).");
+  for (std::size_t d = 0; d < r.downstreams.size(); ++d) {
+    for (std::size_t o = 0; o < outcome_label_count; ++o) {
+      out.sample("gateway_downstream_calls_total",
+                 {{"downstream", r.downstreams[d].name}, {"outcome", outcome_label(o)}},
+                 static_cast<double>(counts[d][o]));
+    }
   }
 
   auto counted = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   out.family("gateway_degraded_responses_total", "counter", "Responses with at least one degraded entry.");
   for (std::size_t i = 1; i < r.routes.size(); ++i) {
     const auto& row = r.routes[i];
-    out.sample("gateway_degraded_responses_total", {{"route", row.path}},
+    out.sample("gateway_degraded_responses_total", {{"http_route", row.path}},
                static_cast<double>(row.sum([&](const route_part& p) { return counted(p.degraded); })));
   }
   out.family("gateway_proxy_bytes_total", "counter",
@@ -213,13 +222,14 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
     if (!row.proxy) continue;
     for (std::size_t d = 0; d < 2; ++d) {
       out.sample(
-          "gateway_proxy_bytes_total", {{"route", row.path}, {"direction", d == 0 ? "request" : "response"}},
+          "gateway_proxy_bytes_total",
+          {{"http_route", row.path}, {"direction", d == 0 ? "request" : "response"}},
           static_cast<double>(row.sum([&](const route_part& p) { return counted(p.proxy_bytes[d]); })));
     }
   }
   out.family("gateway_fallbacks_total", "counter", "Entries replaced by their fallback.");
   for (const auto& row : r.fallbacks) {
-    out.sample("gateway_fallbacks_total", {{"route", row.route}, {"call", row.call}},
+    out.sample("gateway_fallbacks_total", {{"http_route", row.route}, {"call", row.call}},
                static_cast<double>(row.sum([&](const fallback_part& p) { return counted(p.count); })));
   }
 

@@ -65,7 +65,8 @@ class metric_set {
   // route: index into config.routes, or -1 when no route matched; method as received.
   void request_done(std::size_t worker, int route, std::string_view method, unsigned status,
                     clock::duration elapsed) const;
-  void call_done(std::size_t worker, std::size_t downstream, call_outcome outcome,
+  // `outcome`: the call's outcome_label_index (call_result::label_index()).
+  void call_done(std::size_t worker, std::size_t downstream, std::size_t outcome,
                  clock::duration latency) const;
   void degraded_response(std::size_t worker, std::size_t route) const;
   // A pass-through exchange of `route` moved `request` body bytes to its downstream, `response` back.

@@ -358,8 +358,11 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
              how == proxy_link::status::timed_out ? "downstream answer timed out"
                                                   : "downstream closed the connection");
       }
+      const auto kind = how == proxy_link::status::eof ? call_error::reset : call_error::other;
       series_.call_done(ctx_.worker, settings_.downstream_index,
-                        how == proxy_link::status::timed_out ? call_outcome::timeout : call_outcome::error,
+                        how == proxy_link::status::timed_out
+                            ? outcome_label_index(call_outcome::timeout, call_error::none)
+                            : outcome_label_index(call_outcome::error, kind),
                         clock::now() - exchange_started);
       return relayed::failed;
     }
@@ -388,7 +391,9 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
     return relayed::failed;
   }
   series_.call_done(ctx_.worker, settings_.downstream_index,
-                    status >= 500 ? call_outcome::error : call_outcome::ok, clock::now() - exchange_started);
+                    status >= 500 ? outcome_label_index(call_outcome::error, call_error::status_5xx)
+                                  : outcome_label_index(call_outcome::ok, call_error::none),
+                    clock::now() - exchange_started);
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
     fail(result, 502, "downstream switched protocols unasked");
     return relayed::failed;

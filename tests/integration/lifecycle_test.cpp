@@ -399,5 +399,6 @@ TEST_CASE("restart without a gap: a second gateway binds the port while the firs
   REQUIRE(status);
   CHECK(status->exited);
   CHECK(status->code == 0);
-  CHECK(metric(*second, "http_server_request_duration_seconds_count", {{"status_code", "200"}}) > 0);
+  CHECK(metric(*second, "http_server_request_duration_seconds_count",
+               {{"http_response_status_code", "200"}}) > 0);
 }

@@ -41,8 +41,22 @@ exposition scrape_until(gateway_process& gw, const std::function<bool(const expo
 const std::string route = "/api/offer/aggregate";
 const std::string request_count = "http_server_request_duration_seconds_count";
 
+// Whether the page has a sample named `name` whose labels include all of `match` (at any value, zero too).
+bool has_sample(const exposition& e, const std::string& name, const label_map& match) {
+  for (const auto& s : e.samples) {
+    if (s.name != name) continue;
+    bool all = true;
+    for (const auto& [k, v] : match) {
+      auto it = s.labels.find(k);
+      all = all && it != s.labels.end() && it->second == v;
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
 label_map request_labels(const std::string& status) {
-  return {{"route", route}, {"method", "GET"}, {"status_code", status}};
+  return {{"http_route", route}, {"http_request_method", "GET"}, {"http_response_status_code", status}};
 }
 
 }  // namespace
@@ -120,7 +134,7 @@ TEST_CASE("/metrics is valid Prometheus text with every documented family", "[me
     CHECK(e.types[name] == type);
   }
   CHECK(total(e, request_count, request_labels("200")) == 1);
-  CHECK(total(e, request_count, {{"route", "unmatched"}, {"status_code", "404"}}) == 1);
+  CHECK(total(e, request_count, {{"http_route", "unmatched"}, {"http_response_status_code", "404"}}) == 1);
   CHECK(total(e, "gateway_event_loop_lag_seconds_count", {{"io_thread", "2"}}) == 0);  // two threads
   CHECK(total(e, "process_resident_memory_bytes") > 1e6);
   CHECK(total(e, "process_open_fds") > 3);
@@ -167,20 +181,21 @@ TEST_CASE("/metrics counters move as expected after known traffic", "[metrics]")
   check_offer(conn.get(offer_target("N9")), "N9", {"coupon"});
   auto degraded = scrape_until(
       gw, [&](const exposition& x) { return total(x, request_count, request_labels("200")) >= n + 1; });
-  CHECK(total(degraded, "gateway_degraded_responses_total", {{"route", route}}) == 1);
-  CHECK(total(degraded, "gateway_fallbacks_total", {{"route", route}, {"call", "coupon"}}) == 1);
+  CHECK(total(degraded, "gateway_degraded_responses_total", {{"http_route", route}}) == 1);
+  CHECK(total(degraded, "gateway_fallbacks_total", {{"http_route", route}, {"call", "coupon"}}) == 1);
   CHECK(total(degraded, "gateway_fallbacks_total") == 1);
-  CHECK(total(degraded, "gateway_downstream_calls_total", {{"downstream", "coupon"}, {"outcome", "error"}}) ==
-        1);
+  CHECK(total(degraded, "gateway_downstream_calls_total",
+              {{"downstream", "coupon"}, {"outcome", "status_5xx"}}) == 1);
   CHECK(total(degraded, "gateway_downstream_calls_total", {{"downstream", "coupon"}, {"outcome", "ok"}}) ==
         n);
 
   // A path no route matches is counted as "unmatched".
   check_error(conn.get("/no/such/route"), 404);
   auto unmatched = scrape_until(gw, [&](const exposition& x) {
-    return total(x, request_count, {{"route", "unmatched"}}) >= 1;
+    return total(x, request_count, {{"http_route", "unmatched"}}) >= 1;
   });
-  CHECK(total(unmatched, request_count, {{"route", "unmatched"}, {"status_code", "404"}}) == 1);
+  CHECK(total(unmatched, request_count,
+              {{"http_route", "unmatched"}, {"http_response_status_code", "404"}}) == 1);
   CHECK(total(unmatched, "gateway_open_connections") == 1);  // `conn`
   check_clean_exit(gw);
 }
@@ -204,11 +219,11 @@ TEST_CASE("/metrics counts requests shed beyond max_inflight and max_connections
 
   auto e = scrape_until(gw, [](const exposition& x) {
     return total(x, "gateway_shed_requests_total", {{"reason", "max_connections"}}) >= 1 &&
-           total(x, request_count, {{"status_code", "503"}}) >= 1;
+           total(x, request_count, {{"http_response_status_code", "503"}}) >= 1;
   });
   CHECK(total(e, "gateway_shed_requests_total", {{"reason", "max_inflight"}}) == 1);
   CHECK(total(e, "gateway_shed_requests_total", {{"reason", "max_connections"}}) == 1);
-  CHECK(total(e, request_count, {{"status_code", "503"}}) == 1);
+  CHECK(total(e, request_count, {{"http_response_status_code", "503"}}) == 1);
   CHECK(total(e, "http_server_active_requests") == 1);
   CHECK(total(e, "gateway_open_connections") == 2);
   // One per connection: HTTP calls run as state machines, without a coroutine (SQL calls have one).
@@ -262,14 +277,70 @@ TEST_CASE("/metrics agree with the answers: error answers count no fallbacks, me
   check_error(conn.request("DELETE", offer_target("M2")), 405);
   check_error(conn.request("BREW", "/no/such/route"), 404);
   auto e = scrape_until(gw, [&](const exposition& x) {
-    return total(x, request_count, {{"status_code", "502"}}) >= 1 &&
-           total(x, request_count, {{"route", "unmatched"}}) >= 3;
+    return total(x, request_count, {{"http_response_status_code", "502"}}) >= 1 &&
+           total(x, request_count, {{"http_route", "unmatched"}}) >= 3;
   });
   CHECK(total(e, request_count, request_labels("502")) == 1);
   CHECK(total(e, "gateway_degraded_responses_total") == 0);
   CHECK(total(e, "gateway_fallbacks_total") == 0);
-  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "GET"}, {"status_code", "404"}}) == 1);
-  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "DELETE"}, {"status_code", "405"}}) == 1);
-  CHECK(total(e, request_count, {{"route", "unmatched"}, {"method", "_OTHER"}, {"status_code", "404"}}) == 1);
+  CHECK(total(e, request_count,
+              {{"http_route", "unmatched"},
+               {"http_request_method", "GET"},
+               {"http_response_status_code", "404"}}) == 1);
+  CHECK(total(e, request_count,
+              {{"http_route", "unmatched"},
+               {"http_request_method", "DELETE"},
+               {"http_response_status_code", "405"}}) == 1);
+  CHECK(total(e, request_count,
+              {{"http_route", "unmatched"},
+               {"http_request_method", "_OTHER"},
+               {"http_response_status_code", "404"}}) == 1);
   check_clean_exit(gw);
+}
+
+TEST_CASE("metrics: a failed call is counted by its kind and every outcome is shown from the start",
+          "[metrics]") {
+  mock_downstream mock;
+  refused_port refused;
+  seed_config cfg{mock.url()};
+  cfg.url_override["logistics-eta"] = "http://127.0.0.1:" + std::to_string(refused.port());
+  gateway_process gw(cfg.yaml());
+
+  // Before any request: each downstream's every outcome at zero, and the route's GET 200 series.
+  auto start = scrape(gw);
+  for (const auto* outcome :
+       {"ok", "timeout", "cancelled", "rejected", "circuit_open", "stale", "status_4xx", "status_5xx",
+        "invalid_body", "too_large", "refused", "reset", "tls", "error"}) {
+    INFO(outcome);
+    CHECK(has_sample(start, "gateway_downstream_calls_total",
+                     {{"downstream", "coupon"}, {"outcome", outcome}}));
+  }
+  CHECK(has_sample(start, "http_client_request_duration_seconds_count",
+                   {{"downstream", "coupon"}, {"outcome", "ok"}}));
+  CHECK(has_sample(
+      start, "http_server_request_duration_seconds_count",
+      {{"http_route", route}, {"http_request_method", "GET"}, {"http_response_status_code", "200"}}));
+
+  // One kind per downstream: a 500, a body that is not JSON, one that is not an object, one above
+  // max_response_bytes, a reset, a refused connection.
+  mock.set_mode("coupon", "fail");
+  mock.set_mode("channel-price", "garbage");
+  mock.set_mode("review-summary", "notobject");
+  mock.set_mode("recommendation", "big");
+  mock.set_mode("inventory", "reset");
+  http_connection conn(gw.port());
+  check_offer(conn.get(offer_target("K1")), "K1",
+              {"inventory", "channel-price", "coupon", "review-summary", "logistics-eta", "recommendation"});
+  const auto e =
+      scrape_until(gw, [](const exposition& x) { return total(x, "gateway_fallbacks_total") >= 6; });
+  const auto kind = [&](const std::string& downstream, const std::string& outcome) {
+    return total(e, "gateway_downstream_calls_total", {{"downstream", downstream}, {"outcome", outcome}});
+  };
+  CHECK(kind("coupon", "status_5xx") == 1);
+  CHECK(kind("channel-price", "invalid_body") == 1);
+  CHECK(kind("review-summary", "invalid_body") == 1);
+  CHECK(kind("recommendation", "too_large") == 1);
+  CHECK(kind("inventory", "reset") == 1);
+  CHECK(kind("logistics-eta", "refused") == 1);
+  CHECK(total(e, "gateway_downstream_calls_total", {{"outcome", "error"}}) == 0);
 }

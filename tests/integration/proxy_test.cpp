@@ -95,7 +95,9 @@ TEST_CASE("proxy: method, rewritten path, query, client fields and bodies go to 
   CHECK(mock.endpoint_counter(mock.stats(), mock.port(), "connections_total") == opened + 1);
   CHECK(http_get(gw.port(), "/agg").status == 200);  // the aggregate route beside it
   CHECK(metric(gw, "http_server_request_duration_seconds_count",
-               {{"route", "/shop/"}, {"method", "PUT"}, {"status_code", "200"}}) == 1);
+               {{"http_route", "/shop/"},
+                {"http_request_method", "PUT"},
+                {"http_response_status_code", "200"}}) == 1);
 }
 
 TEST_CASE("proxy: bodies of any size stream through fixed buffers, both ways", "[proxy]") {
@@ -135,8 +137,8 @@ TEST_CASE("proxy: bodies of any size stream through fixed buffers, both ways", "
     CHECK(r.body.size() == total / 4);
     CHECK(r.header("Transfer-Encoding") == "chunked");
   }
-  CHECK(metric(gw, "gateway_proxy_bytes_total", {{"route", "/shop/"}, {"direction", "request"}}) +
-            metric(gw, "gateway_proxy_bytes_total", {{"route", "/shop/"}, {"direction", "response"}}) >=
+  CHECK(metric(gw, "gateway_proxy_bytes_total", {{"http_route", "/shop/"}, {"direction", "request"}}) +
+            metric(gw, "gateway_proxy_bytes_total", {{"http_route", "/shop/"}, {"direction", "response"}}) >=
         static_cast<double>(total));
   // Nothing near the body's size was held: the peak grew by far less than what went through.
   const long after = peak_rss_kib(gw);
@@ -236,7 +238,9 @@ TEST_CASE("proxy: a client that leaves cancels the downstream exchange", "[proxy
       [&](const nlohmann::json& s) { return mock.path_counter(s, "coupon", "cancelled") == 1; }, 3000ms);
   CHECK(mock.path_counter(stats, "coupon", "cancelled") == 1);
   CHECK(metric(gw, "http_server_request_duration_seconds_count",
-               {{"route", "/shop/"}, {"method", "GET"}, {"status_code", "499"}}) == 1);
+               {{"http_route", "/shop/"},
+                {"http_request_method", "GET"},
+                {"http_response_status_code", "499"}}) == 1);
 }
 
 TEST_CASE("proxy: the downstream's circuit breaker judges exchanges; open, it answers 503 without a request",

@@ -214,7 +214,7 @@ TEST_CASE("reload: downstreams whose settings did not change keep their pooled c
   CHECK(gateway_connections() == opened + 2);
   CHECK(logged(gw, "downstream 'extra' retired"));
   // Its counters and series stay: nothing goes backwards in /metrics.
-  CHECK(metric(gw, "gateway_fallbacks_total", {{"route", "/extra"}, {"call", "only"}}) == 0);
+  CHECK(metric(gw, "gateway_fallbacks_total", {{"http_route", "/extra"}, {"call", "only"}}) == 0);
 }
 
 TEST_CASE("reload: settings only a restart applies are reported and keep their running values", "[reload]") {

@@ -170,8 +170,9 @@ TEST_CASE("compression: a decoded answer is judged as a plain one, a bad one fai
   CHECK(std::string_view(decode_body(content_coding::deflate, body, 1024)) == "corrupt deflate body");
   CHECK(std::string_view(decode_body(content_coding::unknown, body, 1024)) == "unknown content coding");
 
-  const auto failed = unusable_answer(200, "corrupt gzip body");
+  const auto failed = unusable_answer(200, "corrupt gzip body", call_error::invalid_body);
   CHECK(failed.outcome == call_outcome::error);
+  CHECK(outcome_label(failed.label_index()) == "invalid_body");
   CHECK(failed.status == 200);
   CHECK(std::string_view(failed.detail) == "corrupt gzip body");
 }
