@@ -5,7 +5,8 @@
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
 # usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]
-#   scenarios: a100 a100tls floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak (default: all)
+#   scenarios: a100 a100tls trace floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak
+#              (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
 #   --no-build  use build/release/bin (or $GATEWAY_BENCH_BIN) as it is
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 a100tls floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
+all_scenarios=(a100 a100tls trace floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
 
 usage() { sed -n '7,16s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -528,6 +529,40 @@ scenario_floor() {
   measure floor "$conns" "$secs" "$(limit_of "$conns" 150)" \
     "floor (raw epoll, no gateway): $conns connections, every downstream 150 ms; latency by percentile"
   stop_servers floor
+}
+
+# trace: a100's load three times, each with a fresh mock and gateway: tracing off, at 1% and at 100%
+# sampling (wrk sends no traceparent, so sample_ratio decides), exporting to the mock's /__sink, which
+# reads each export whole and answers 200 like a collector. What a server span per request and a client
+# span per call cost the gateway in CPU, and whether the export keeps up (spans exported and dropped).
+scenario_trace() {
+  local conns=100 secs=20 ratio name exported dropped
+  local -A cpu=()
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  for ratio in off 0.01 1; do
+    name=trace-$ratio
+    start_mock "$name" --delay 150ms
+    write_http_config "$work/$name.yaml" 800ms "$conns"
+    if [ "$ratio" != off ]; then
+      printf 'tracing:\n  enabled: true\n  endpoint: http://127.0.0.1:%s/__sink\n  sample_ratio: %s\n' \
+        "$mock_port" "$ratio" >>"$work/$name.yaml"
+      printf '  max_queue_spans: 65536\n  max_batch_spans: 4096\n  batch_delay: 200ms\n' >>"$work/$name.yaml"
+    fi
+    start_gateway "$name" "$work/$name.yaml"
+    measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+      "$name: a100 with tracing $ratio; latency by percentile"
+    cpu[$ratio]=$last_gw_cpu
+    if [ "$ratio" != off ]; then
+      sleep 0.5  # the last batch
+      exported=$(metric gateway_trace_spans_exported_total)
+      dropped=$(metric gateway_trace_spans_dropped_total)
+      notes+=("- $name: spans since the start (warm-up included) exported ${exported:-?}, dropped ${dropped:-?}")
+    fi
+    stop_servers "$name"
+  done
+  notes+=("- trace: gateway CPU per request with tracing off ${cpu[off]} µs, at 1% ${cpu[0.01]} µs ($(calc %+.1f "(${cpu[0.01]} - ${cpu[off]}) * 100 / ${cpu[off]}")%), at 100% ${cpu[1]} µs ($(calc %+.1f "(${cpu[1]} - ${cpu[off]}) * 100 / ${cpu[off]}")%): 7 spans per request (a server span, six client spans)")
+  check_target "trace: gateway CPU per request at 1% sampling, % of off (<= 103)" \
+    "$(calc %.1f "${cpu[0.01]} * 100 / ${cpu[off]}")" "<=" 103
 }
 
 scenario_a1000() {
