@@ -16,6 +16,8 @@
 #include <charconv>
 #include <new>
 #include <random>
+#include <unordered_map>
+#include <utility>
 
 namespace gateway {
 namespace {
@@ -89,6 +91,34 @@ outbound_response error_response(unsigned status, std::string_view message, std:
   r.body = error_body(message);
   r.request_id = std::move(request_id);
   return r;
+}
+
+// A failed call, in the log at warn with its reason: at most one line per downstream per second on each
+// I/O thread, the next one telling how many were left out meanwhile, so that an outage cannot flood the
+// log (and the log's queue drops the oldest lines beyond that).
+void log_failed_call(const route_settings& route, std::size_t index, const downstream& target,
+                     const call_result& result, std::string_view request_id) {
+  struct pace {
+    clock::time_point next{};
+    std::uint64_t left_out = 0;
+  };
+  thread_local std::unordered_map<const downstream*, pace> paces;
+  if (paces.size() > 4096) paces.clear();  // downstreams retired by reloads: bounded
+  auto& p = paces[&target];
+  const auto now = clock::now();
+  if (now < p.next) {
+    ++p.left_out;
+    return;
+  }
+  p.next = now + std::chrono::seconds(1);
+  const auto& call = route.calls[index];
+  const auto left_out = std::exchange(p.left_out, 0);
+  spdlog::warn("call '{}' of route {} to downstream '{}' failed: {} ({}{}), request {}{}", call.name,
+               route.path, call.downstream, outcome_label(result.label_index()), result.detail,
+               result.status != 0 ? ", status " + std::to_string(result.status) : std::string(), request_id,
+               left_out != 0 ? "; " + std::to_string(left_out) +
+                                   " more failed calls to it not logged in the last second"
+                             : std::string());
 }
 
 // Finishes the client span of each call (made before the fan-out, in call order from `first`).
@@ -311,6 +341,10 @@ outbound_response request_handler::route_request(const inbound_request& request,
     control.detach();
     if (request.trace != nullptr)
       trace_calls(*request.trace, first_span, config_, route, targets_[found.index], results);
+    for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (!results[i].ok() && results[i].outcome != call_outcome::cancelled)
+        log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);
+    }
 
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].has_body()) continue;

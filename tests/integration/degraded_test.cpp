@@ -3,6 +3,10 @@
 
 #include "tests/support/offer_checks.hpp"
 
+#include <chrono>
+#include <string>
+#include <thread>
+
 using namespace test_support;
 using namespace std::chrono_literals;
 
@@ -279,4 +283,39 @@ TEST_CASE("an optional call failing does not matter when the required ones succe
   gateway_process gw(cfg.yaml());
 
   check_offer(http_get(gw.port(), offer_target("Q3")), "Q3", {"recommendation"});
+}
+
+TEST_CASE("a failed call is logged with its reason at most once a second per downstream and I/O thread",
+          "[degraded][log]") {
+  mock_downstream mock;
+  seed_config cfg{mock.url()};
+  cfg.threads = 1;
+  gateway_process gw(cfg.yaml());
+  mock.set_mode("coupon", "fail");
+  http_connection conn(gw.port());
+  for (int i = 0; i < 20; ++i) {
+    const auto sku = "G" + std::to_string(i);
+    check_offer(conn.get(offer_target(sku)), sku, {"coupon"});
+  }
+  const std::string line =
+      "call 'coupon' of route /api/offer/aggregate to downstream 'coupon' failed: status_5xx";
+  std::string log;
+  for (int i = 0; i < 40 && log.find(line) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    log = gw.process().stderr_text();
+  }
+  INFO(log);
+  CHECK(log.find(line) != std::string::npos);
+  CHECK(log.find("status 500") != std::string::npos);
+  std::size_t lines = 0;
+  for (auto at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++lines;
+  CHECK(lines <= 2);  // 20 failures within about a second: one line, two if the second turned
+  // After the pause, the next line tells how many were left out.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  check_offer(conn.get(offer_target("G99")), "G99", {"coupon"});
+  for (int i = 0;
+       i < 40 && gw.process().stderr_text().find("not logged in the last second") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(gw.process().stderr_text().find("more failed calls to it not logged in the last second") !=
+        std::string::npos);
 }
