@@ -172,7 +172,8 @@ step "validating the manifests"
 RENDER_DIR="$work/render" deploy/validate-manifests.sh
 
 # ---- 5. podman kube play of the rendered base. It runs the Deployment (one replica) with its ConfigMap
-# mounted; the Service, HorizontalPodAutoscaler and PodDisruptionBudget need a cluster and are left out.
+# mounted; the Service, HorizontalPodAutoscaler, PodDisruptionBudget and NetworkPolicy need a cluster and
+# are left out.
 step "podman kube play of the rendered base"
 (cd deploy/validate && node --input-type=module - "$work/render/rendered-base.yaml") >"$play_file" <<'EOF'
 import { readFileSync } from "node:fs";

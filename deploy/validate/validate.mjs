@@ -31,6 +31,10 @@ const MODELS = {
     module: "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler",
     type: "IHorizontalPodAutoscaler",
   },
+  "networking.k8s.io/v1/NetworkPolicy": {
+    module: "kubernetes-models/networking.k8s.io/v1/NetworkPolicy",
+    type: "INetworkPolicy",
+  },
   "policy/v1/PodDisruptionBudget": {
     module: "kubernetes-models/policy/v1/PodDisruptionBudget",
     type: "IPodDisruptionBudget",

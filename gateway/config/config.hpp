@@ -112,6 +112,8 @@ struct admin_settings {
   // A bearer token that lets POST /reload come from anywhere (without it, only from a loopback address).
   // Never shown in /config.
   std::string token;
+  // Every admin path but the probes (/livez /readyz /startupz) needs Authorization: Bearer <token>.
+  bool require_token = false;
 };
 
 struct shutdown_settings {

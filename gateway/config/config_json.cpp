@@ -211,7 +211,8 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   j["server"]["trusted_proxies"] = nlohmann::json::array();
   for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
-                {"stall_threshold", format_duration(c.admin.stall_threshold)}};
+                {"stall_threshold", format_duration(c.admin.stall_threshold)},
+                {"require_token", c.admin.require_token}};
   if (!c.admin.token.empty()) j["admin"]["token"] = "<redacted>";
   j["limits"] = {{"max_connections", c.limits.max_connections},
                  {"max_connections_per_client", c.limits.max_connections_per_client},

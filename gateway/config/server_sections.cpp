@@ -83,6 +83,8 @@ void read_admin(config_parse_state& state, const YAML::Node& node, admin_setting
     r.error_at("stall_threshold", "stall_threshold must be at least 100ms");
   if (r.string("token", a.token) && a.token.size() < 16)
     r.error_at("token", "token must be at least 16 characters");
+  if (r.boolean("require_token", a.require_token) && a.require_token && a.token.empty())
+    r.error_at("require_token", "require_token needs admin.token");
   r.finish();
 }
 

@@ -275,3 +275,47 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
 }
 
 }  // namespace gateway
+
+namespace gateway {
+
+metrics_summary metrics_registry::summarize() const {
+  metrics_summary s;
+  {
+    const std::lock_guard hold(rows_->lock);
+    const auto& r = *rows_;
+    for (std::size_t i = 1; i < r.routes.size(); ++i) {
+      const auto& row = r.routes[i];
+      auto& out = s.routes.emplace_back();
+      out.path = row.path;
+      for (const auto& p : row.parts) {
+        for (std::size_t k = 0; k < p.duration.size(); ++k) {
+          const auto h = p.duration[k].read();
+          out.duration += h;
+          const auto slot = k % status_slots;
+          if (slot < status_codes.size() && status_codes[slot] >= 500) out.server_errors += h.count();
+        }
+        out.degraded += p.degraded.load(std::memory_order_relaxed);
+      }
+    }
+    for (const auto& row : r.downstreams) {
+      auto& out = s.downstreams.emplace_back();
+      out.name = row.name;
+      for (const auto& p : row.parts) {
+        for (std::size_t o = 0; o < outcome_label_count; ++o) {
+          const auto h = p.duration[o].read();
+          out.calls[o] += h.count();
+          out.duration += h;
+        }
+      }
+    }
+  }
+  for (const auto& w : workers_) {
+    s.coroutines += w->coroutines_.load(std::memory_order_relaxed);
+    s.loop_lag += w->loop_lag_.read();
+    s.disconnects += w->disconnects_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < s.shed.size(); ++i) s.shed[i] += w->shed_[i].load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+}  // namespace gateway

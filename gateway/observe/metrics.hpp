@@ -81,6 +81,28 @@ class metric_set {
   std::vector<std::vector<fallback_series*>> fallbacks_;  // [route][call]
 };
 
+// What the admin status page reads of the registry (metrics_registry::summarize): cumulative counts since
+// the start, merged over the I/O threads; a window is the difference of two summaries.
+struct route_summary {
+  std::string path;
+  histogram::snapshot duration;     // every method and status
+  std::uint64_t server_errors = 0;  // answered 5xx
+  std::uint64_t degraded = 0;
+};
+struct downstream_summary {
+  std::string name;
+  std::array<std::uint64_t, outcome_label_count> calls{};  // by outcome_label_index
+  histogram::snapshot duration;                            // every outcome
+};
+struct metrics_summary {
+  std::vector<route_summary> routes;  // every route row but "unmatched", in the order first named
+  std::vector<downstream_summary> downstreams;
+  std::int64_t coroutines = 0;
+  histogram::snapshot loop_lag;  // every I/O thread
+  std::array<std::uint64_t, static_cast<std::size_t>(shed_reason::count)> shed{};
+  std::uint64_t disconnects = 0;
+};
+
 // Every series the process has recorded: a row per route path, per downstream name and per route call,
 // made the first time a configuration names it and kept until the process ends, so that a reload that
 // removes a route and brings it back never sends a counter backwards. Their number is capped (series_for
@@ -100,6 +122,9 @@ class metrics_registry {
 
   // Appends the request, call, shedding, TLS handshake (with server.tls), coroutine and event-loop families.
   void render(prometheus_writer& out, std::size_t active_requests) const;
+
+  // Every row and the I/O threads' figures, read like a scrape. Thread-safe.
+  metrics_summary summarize() const;
 
  private:
   struct rows;

@@ -4,9 +4,12 @@
 #include "gateway/server/config_generation.hpp"
 #include "gateway/server/heartbeat.hpp"
 #include "gateway/server/server_state.hpp"
+#include "gateway/server/status_page.hpp"
 #include "gateway/sql/sql_downstream.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <optional>
 
 namespace gateway {
 namespace {
@@ -43,6 +46,22 @@ bool token_matches(std::string_view authorization, const std::string& token) {
   return differ == 0;
 }
 
+bool is_probe(std::string_view path) {
+  return path == "/livez" || path == "/readyz" || path == "/startupz";
+}
+
+// With admin.require_token: 401 without an Authorization field, 403 with a wrong one; nullopt: go on.
+std::optional<admin_reply> refused_without_token(const admin_request& request, const admin_sources& from) {
+  if (!from.require_token || is_probe(request.path) || token_matches(request.authorization, from.token))
+    return std::nullopt;
+  if (request.authorization.empty()) {
+    admin_reply reply{401, text, "this path needs Authorization: Bearer <admin.token>\n"};
+    reply.fields = "WWW-Authenticate: Bearer realm=\"gateway admin\"\r\n";
+    return reply;
+  }
+  return admin_reply{403, text, "wrong admin token\n"};
+}
+
 admin_reply reload(const admin_request& request, const admin_sources& from) {
   if (request.method != "POST") return {405, text, "method not allowed: POST /reload\n", "POST"};
   if (!request.loopback && !token_matches(request.authorization, from.token)) {
@@ -58,6 +77,7 @@ admin_reply reload(const admin_request& request, const admin_sources& from) {
 admin_reply answer_path(const admin_request& request, const admin_sources& from,
                         const config_generation& current) {
   const auto path = request.path;
+  if (auto refused = refused_without_token(request, from)) return std::move(*refused);
   if (path == "/reload") return reload(request, from);
   if (request.method != "GET") return {405, text, "method not allowed\n", "GET, HEAD"};
   if (path == "/livez") return livez(from);
@@ -83,7 +103,10 @@ admin_reply answer_path(const admin_request& request, const admin_sources& from,
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(page)};
   }
   if (path == "/config") return {200, "application/json", current.config_json};
-  return {404, text, "not found; try /livez /readyz /startupz /metrics /config, POST /reload\n"};
+  if (path == "/status.json") return {200, "application/json", status_json(from, current)};
+  if (path == "/") return {200, "text/html; charset=utf-8", std::string(status_page_html())};
+  return {404, text,
+          "not found; try / /status.json /livez /readyz /startupz /metrics /config, POST /reload\n"};
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #pragma once
-// What each admin path answers: the probes (/livez, /startupz, /readyz), /metrics, /config, and
-// POST /reload. Called on the admin thread; reads the process through `admin_sources` (atomics and
-// thread-safe snapshots) and never waits, but for a reload, which runs in full before it answers.
-// Every answer carries X-Config-Version, the running configuration's version. Beast-free.
+// What each admin path answers: the probes (/livez, /startupz, /readyz), /metrics, /config, the status
+// page (/ and /status.json, see status_page.hpp) and POST /reload. With admin.require_token every path but
+// the probes needs Authorization: Bearer <admin.token> (401 without the field, 403 with another value).
+// Called on the admin thread; reads the process through `admin_sources` (atomics and thread-safe snapshots)
+// and never waits, but for a reload, which runs in full before it answers. Every answer carries
+// X-Config-Version, the running configuration's version. Beast-free.
 
 #include "gateway/core/duration.hpp"
 #include "gateway/server/admin_server.hpp"
@@ -26,7 +28,9 @@ class http_downstream;
 class stale_cache;
 class heartbeat;
 class metrics_registry;
+class recent_degraded;
 class sql_downstream;
+class status_window;
 struct server_state;
 
 // What a reload did (POST /reload, SIGHUP, a change of the file).
@@ -61,7 +65,10 @@ struct admin_sources {
   // Reloads the configuration file (POST /reload); thread-safe, returns when done.
   std::function<reload_report()> reload;
   const reload_counters* reloads = nullptr;
-  std::string token;  // admin.token: lets POST /reload come from a non-loopback address
+  std::string token;                // admin.token: lets POST /reload come from a non-loopback address
+  bool require_token = false;       // admin.require_token: every path but the probes needs the token
+  status_window* status = nullptr;  // the status page's samples (admin thread only)
+  const recent_degraded* degraded = nullptr;  // the last degraded responses; null: none kept
 };
 
 admin_reply answer_admin(const admin_request& request, const admin_sources& from);

@@ -37,6 +37,9 @@ struct admin_server::impl {
   std::atomic<bool> stopping{false};
   std::size_t open = 0;                      // admin thread only
   std::list<net::ip::tcp::socket*> sockets;  // admin thread only
+  std::chrono::steady_clock::duration period{};
+  std::function<void()> periodic;  // every(): run each `period`
+  net::steady_timer ticker{ioc};
 
   void serve(net::ip::tcp::socket socket, net::yield_context yield) {
     beast::tcp_stream stream(std::move(socket));
@@ -137,7 +140,33 @@ net::ip::tcp::endpoint admin_server::local_endpoint() const {
   return impl_->acceptor.local_endpoint();
 }
 
+void admin_server::every(std::chrono::steady_clock::duration period, std::function<void()> work) {
+  impl_->period = period;
+  impl_->periodic = std::move(work);
+}
+
 void admin_server::start() {
+  if (impl_->periodic) {
+    net::spawn(
+        impl_->ioc,
+        [this](net::yield_context yield) {
+          auto& i = *impl_;
+          while (!i.stopping) {
+            i.ticker.expires_after(i.period);
+            error_code ec;
+            i.ticker.async_wait(yield[ec]);
+            if (ec || i.stopping) return;
+            try {
+              i.periodic();
+            } catch (const std::exception& e) {
+              spdlog::error("admin periodic work failed: {}", e.what());
+            }
+          }
+        },
+        [](std::exception_ptr e) {
+          if (e) spdlog::error("admin periodic work stopped with an exception");
+        });
+  }
   net::spawn(
       impl_->ioc, [this](net::yield_context yield) { impl_->accept_loop(yield); },
       [](std::exception_ptr e) {
@@ -151,6 +180,7 @@ void admin_server::stop() {
   net::post(impl_->ioc, [this] {
     error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->ticker.cancel();
     for (auto* s : impl_->sockets) s->cancel(ignored);
   });
 }

@@ -7,6 +7,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +49,9 @@ class admin_server {
   admin_server& operator=(const admin_server&) = delete;
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  // Runs `work` on the admin thread every `period` once started (the status page's samples). Call before
+  // start(); `work` must not wait.
+  void every(std::chrono::steady_clock::duration period, std::function<void()> work);
   void start();  // runs the admin thread
   void stop();   // thread-safe, idempotent
 

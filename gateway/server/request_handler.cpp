@@ -7,6 +7,7 @@
 #include "gateway/core/compression.hpp"
 #include "gateway/core/json_text.hpp"
 #include "gateway/observe/span_attributes.hpp"
+#include "gateway/observe/recent_degraded.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <fmt/format.h>
@@ -179,14 +180,15 @@ std::string make_request_id(std::string_view incoming) {
 }
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                                 metrics_registry& metrics, const metric_set& series)
+                                 metrics_registry& metrics, const metric_set& series, recent_degraded* recent)
     : config_(config),
       router_(config.routes),
       targets_(std::move(targets)),
       metrics_(metrics),
       series_(series),
       has_proxy_routes_(std::any_of(config.routes.begin(), config.routes.end(),
-                                    [](const route_settings& r) { return r.proxy.has_value(); })) {}
+                                    [](const route_settings& r) { return r.proxy.has_value(); })),
+      recent_(recent) {}
 
 bool request_handler::takes_body(std::string_view method, std::string_view target) const {
   const auto found = router_.find(method, target);
@@ -362,7 +364,10 @@ outbound_response request_handler::route_request(const inbound_request& request,
         degraded = true;
         series_.fallback(worker, found.index, i);
       }
-      if (degraded) series_.degraded_response(worker, found.index);
+      if (degraded) {
+        series_.degraded_response(worker, found.index);
+        if (recent_ != nullptr) recent_->record(request_id, route, results);
+      }
     }
     auto merged = merge_results(route, results);
     outbound_response r;

@@ -20,6 +20,8 @@
 
 namespace gateway {
 
+class recent_degraded;
+
 struct inbound_request {
   std::string_view method;
   std::string_view target;
@@ -71,9 +73,10 @@ class request_control {
 
 class request_handler {
  public:
-  // `targets[r][c]` is the downstream of call c of route r; `series` the configuration's metric rows.
+  // `targets[r][c]` is the downstream of call c of route r; `series` the configuration's metric rows;
+  // `recent` (optional, owned by the server) keeps the last degraded responses for the status page.
   request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
-                  metrics_registry& metrics, const metric_set& series);
+                  metrics_registry& metrics, const metric_set& series, recent_degraded* recent = nullptr);
 
   // OPTIONS is answered here (a CORS preflight, or the methods of the path), never routed.
   outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
@@ -102,6 +105,7 @@ class request_handler {
   metrics_registry& metrics_;
   const metric_set& series_;
   bool has_proxy_routes_ = false;
+  recent_degraded* recent_ = nullptr;
 };
 
 // A JSON body {"error": message}.

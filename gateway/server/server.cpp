@@ -11,6 +11,7 @@
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/tracing.hpp"
+#include "gateway/observe/recent_degraded.hpp"
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
 #include "gateway/server/certificate_reloader.hpp"
@@ -21,6 +22,7 @@
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/server_state.hpp"
 #include "gateway/server/session_registry.hpp"
+#include "gateway/server/status_page.hpp"
 #include "gateway/sql/postgres_downstream.hpp"
 #include "gateway/sql/sqlite_downstream.hpp"
 
@@ -119,6 +121,7 @@ struct server::impl {
   std::vector<std::pair<std::weak_ptr<const config_generation>, std::shared_ptr<downstream_instance>>>
       retiring;
   std::unique_ptr<metrics_registry> metrics;
+  recent_degraded degraded_log;  // written by the request handlers, read by the status page
   std::unique_ptr<access_log> log;
   std::unique_ptr<certificate_reloader> certificates;  // with server.tls
   std::unique_ptr<tracer> tracing;                     // with tracing.enabled; flushed when run() ends
@@ -128,6 +131,7 @@ struct server::impl {
   std::shared_ptr<const config_generation> current;
   std::mutex reload_lock;  // one reload at a time
   reload_counters reloads;
+  status_window status{clock::now()};  // the status page's samples, admin thread only
   admin_sources admin_view;
   std::unique_ptr<admin_server> admin;
   std::unique_ptr<config_watch> watch;
@@ -208,7 +212,8 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
     for (const auto& call : route.calls) row.push_back(g->downstreams[call.downstream_index]->object.get());
     if (route.proxy) row.push_back(g->downstreams[route.proxy->downstream_index]->object.get());
   }
-  g->handler = std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics);
+  g->handler =
+      std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics, &degraded_log);
   auto json = effective_config_json(*cfg);
   json["version"] = g->version;
   g->config_json = json.dump(2) + "\n";
@@ -423,8 +428,14 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   view.reload = [this] { return impl_->reload(); };
   view.reloads = &impl_->reloads;
   view.token = cfg.admin.token;
+  view.require_token = cfg.admin.require_token;
+  view.status = &impl_->status;
+  view.degraded = &impl_->degraded_log;
   impl_->admin = std::make_unique<admin_server>(cfg.admin.listen, [this](const admin_request& request) {
     return answer_admin(request, impl_->admin_view);
+  });
+  impl_->admin->every(impl_->status.period(), [this] {
+    impl_->status.keep(take_status_sample(impl_->admin_view, *impl_->current_generation()));
   });
 }
 

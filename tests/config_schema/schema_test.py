@@ -332,6 +332,7 @@ INVALID = [
     ("listener TLS without its key", "  threads: 2\n", "  threads: 2\n  tls: {cert_file: /etc/x.crt}\n"),
     ("a mapping where a list goes", "      on_status: [502]\n", "      on_status: {code: 502}\n"),
     ("CORS without origins", "    deadline: 800ms\n", "    deadline: 800ms\n    cors: {allow_methods: [GET]}\n"),
+    ("admin.require_token without a token", "limits:\n", "admin:\n  require_token: true\nlimits:\n"),
 ]
 
 

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""The admin status page in a real browser: headless Chromium, driven through ChromeDriver's W3C WebDriver
+HTTP API (urllib only, no client library).
+
+It starts mock-downstream (coupon hangs) and the gateway (a circuit breaker that opens after three
+failures, a SQLite downstream), sends degraded requests with known request ids, opens http://ADMIN/ and
+waits for the page's script to have fetched /status.json and drawn it. Then it checks the rendered DOM:
+  - the coupon downstream's row is marked down (data-status, class "bad") with its breaker `open`, shown
+    as that text; a healthy downstream's row is `closed` and ok;
+  - the route's row shows every request degraded;
+  - the recent degraded requests list the newest request id first, the coupon call refused by the open
+    breaker, and the first ones timed out;
+  - the SQL semaphore, process and configuration version are filled in;
+and saves a screenshot (--screenshot). Chromium or ChromeDriver missing is a failure, not a skip.
+
+usage: status_page_browser.py --gateway BIN --mock BIN --screenshot PNG
+"""
+import argparse
+import base64
+import json
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+REQUESTS = 12  # degraded requests sent: 3 time out (the breaker opens), the rest refused by it
+
+
+def die(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+class process:
+    """A child whose stdout is read until a `listening on HOST:PORT` line."""
+
+    def __init__(self, args, log, read_stdout=True):
+        self.log = open(log, "w+")
+        self.child = subprocess.Popen(args, stdout=subprocess.PIPE if read_stdout else self.log, stderr=self.log,
+                                      text=True)
+
+    def ports(self, pattern, count, timeout=10):
+        found = []
+        deadline = time.monotonic() + timeout
+        while len(found) < count:
+            if time.monotonic() > deadline or self.child.poll() is not None:
+                self.log.seek(0)
+                die("%s: no listening line (%s)\n%s" % (self.child.args[0], pattern, self.log.read()))
+            line = self.child.stdout.readline()
+            m = re.search(pattern, line)
+            if m:
+                found.append(int(m.group(1)))
+        return found
+
+    def stop(self):
+        if self.child.poll() is None:
+            self.child.terminate()
+            try:
+                self.child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.child.kill()
+                self.child.wait()
+
+
+# Straight to 127.0.0.1, whatever proxy the environment names.
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http(method, url, body=None, headers=None, timeout=10):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class webdriver:
+    """The few W3C WebDriver commands the test needs."""
+
+    def __init__(self, port):
+        self.base = "http://127.0.0.1:%d" % port
+        status, body = http("POST", self.base + "/session", {
+            "capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"binary": CHROMIUM, "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1400,1250", "--hide-scrollbars", "--lang=en-GB"]},
+            }}})
+        if status != 200:
+            die("no WebDriver session: %d %s" % (status, body[:2000]))
+        self.session = self.base + "/session/" + json.loads(body)["value"]["sessionId"]
+
+    def command(self, method, path, body=None):
+        status, raw = http(method, self.session + path, body)
+        value = json.loads(raw)["value"] if raw else None
+        if status != 200:
+            raise RuntimeError("%s %s: %d %s" % (method, path, status, value))
+        return value
+
+    def go(self, url):
+        self.command("POST", "/url", {"url": url})
+
+    def find_all(self, css):
+        found = self.command("POST", "/elements", {"using": "css selector", "value": css})
+        return [next(iter(e.values())) for e in found]
+
+    def find(self, css):
+        found = self.find_all(css)
+        return found[0] if found else None
+
+    def attribute(self, element, name):
+        return self.command("GET", "/element/%s/attribute/%s" % (element, name))
+
+    def text(self, element):
+        return self.command("GET", "/element/%s/text" % element)
+
+    def find_in(self, element, css):
+        found = self.command("POST", "/element/%s/elements" % element, {"using": "css selector", "value": css})
+        return [next(iter(e.values())) for e in found]
+
+    def screenshot(self, path):
+        png = base64.b64decode(self.command("GET", "/screenshot"))
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(png)
+
+    def close(self):
+        try:
+            http("DELETE", self.session)
+        except OSError:
+            pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config(mock_port, database):
+    return """\
+server:
+  listen: 127.0.0.1:0
+  threads: 2
+log:
+  access: false
+admin:
+  listen: 127.0.0.1:0
+shutdown:
+  drain_delay: 0s
+downstreams:
+  inventory:
+    url: http://127.0.0.1:{port}
+  pricing:
+    url: http://127.0.0.1:{port}
+  coupon:
+    url: http://127.0.0.1:{port}
+    circuit_breaker: {{consecutive_failures: 3, cooldown: 60s, half_open_calls: 1}}
+  offers:
+    kind: sql
+    driver: sqlite
+    database: {database}
+    read_only: true
+    pool_size: 4
+    permits: 4
+    query: SELECT title FROM offers WHERE sku = :sku
+routes:
+  - path: /api/offer/aggregate
+    deadline: 300ms
+    params:
+      sku: {{required: true}}
+    response: object
+    calls:
+      - name: inventory
+        downstream: inventory
+        path: /inventory?sku={{sku}}
+        fallback: {{stock: 0}}
+      - name: pricing
+        downstream: pricing
+        path: /pricing?sku={{sku}}
+        fallback: {{priceCent: -1}}
+      - name: coupon
+        downstream: coupon
+        path: /coupon?sku={{sku}}
+        fallback: {{coupon: null}}
+      - name: offer
+        downstream: offers
+        fallback: {{title: ""}}
+""".format(port=mock_port, database=database)
+
+
+def wait_for(what, check, timeout=15):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last and not isinstance(last, Exception):
+                return last
+        except (RuntimeError, OSError) as e:
+            last = e
+        time.sleep(0.1)
+    die("%s: not seen within %d s (last: %r)" % (what, timeout, last))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gateway", required=True)
+    parser.add_argument("--mock", required=True)
+    parser.add_argument("--screenshot", required=True)
+    args = parser.parse_args()
+    for binary, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not os.access(binary, os.X_OK):
+            die("%s is missing: install the Debian package %s (scripts/setup.sh test)" % (binary, package))
+
+    failures = []
+
+    def check(ok, message):
+        print(("ok:   " if ok else "FAIL: ") + message)
+        if not ok:
+            failures.append(message)
+
+    with tempfile.TemporaryDirectory() as directory:
+        database = os.path.join(directory, "offers.db")
+        with sqlite3.connect(database) as db:
+            db.execute("CREATE TABLE offers (sku TEXT PRIMARY KEY, title TEXT)")
+            db.executemany("INSERT INTO offers VALUES (?, ?)", [("B%d" % i, "offer %d" % i) for i in range(REQUESTS)])
+        children = []
+        driver = None
+        try:
+            mock = process([args.mock, "--listen", "127.0.0.1:0", "--delay", "3ms", "--path", "coupon=hang"],
+                           os.path.join(directory, "mock.log"))
+            children.append(mock)
+            mock_port = mock.ports(r"listening on [0-9.]+:([0-9]+)", 1)[0]
+            config_path = os.path.join(directory, "gateway.yaml")
+            with open(config_path, "w") as f:
+                f.write(config(mock_port, database))
+            gateway = process([args.gateway, "--config", config_path], os.path.join(directory, "gateway.log"))
+            children.append(gateway)
+            port = gateway.ports(r"^gateway listening on [0-9.]+:([0-9]+)", 1)[0]
+            admin = gateway.ports(r"^admin listening on [0-9.]+:([0-9]+)", 1)[0]
+            admin_url = "http://127.0.0.1:%d" % admin
+
+            for i in range(REQUESTS):
+                status, _ = http("GET", "http://127.0.0.1:%d/api/offer/aggregate?sku=B%d" % (port, i),
+                                 headers={"X-Request-Id": "browser-%d" % i})
+                if status != 200:
+                    die("request %d answered %d" % (i, status))
+            version = json.loads(http("GET", admin_url + "/config")[1])["version"]
+
+            driver_port = free_port()
+            children.append(process([CHROMEDRIVER, "--port=%d" % driver_port], os.path.join(directory, "driver.log"),
+                                    read_stdout=False))
+            wait_for("chromedriver", lambda: http("GET", "http://127.0.0.1:%d/status" % driver_port)[0] == 200)
+            driver = webdriver(driver_port)
+            driver.go(admin_url + "/")
+            # The page draws after its first fetch of status.json.
+            def updated():
+                shown = driver.find("#updated")
+                state = shown and driver.attribute(shown, "data-state")
+                return state == "ok" or RuntimeError("#updated: %s, %s" % (state, shown and driver.text(shown)))
+
+            wait_for("the page's first update", updated)
+            coupon = wait_for("the coupon row", lambda: driver.find('#downstreams tr[data-downstream="coupon"]'))
+
+            check(driver.attribute(coupon, "data-breaker") == "open", "coupon: data-breaker is open")
+            check(driver.attribute(coupon, "data-status") == "down", "coupon: data-status is down")
+            check("bad" in (driver.attribute(coupon, "class") or "").split(), "coupon: the row is marked bad")
+            breaker = driver.find_in(coupon, "td.breaker")
+            check(bool(breaker) and driver.text(breaker[0]) == "open", "coupon: the breaker cell reads 'open'")
+            coupon_text = driver.text(coupon)
+            check("timeout 3" in coupon_text and "circuit_open %d" % (REQUESTS - 3) in coupon_text,
+                  "coupon: outcomes timeout 3, circuit_open %d (%s)" % (REQUESTS - 3, coupon_text))
+            inventory = driver.find('#downstreams tr[data-downstream="inventory"]')
+            check(inventory is not None and driver.attribute(inventory, "data-breaker") == "closed" and
+                  driver.attribute(inventory, "data-status") == "ok", "inventory: breaker closed, ok")
+            offers = driver.find('#downstreams tr[data-downstream="offers"]')
+            check(offers is not None and driver.attribute(offers, "data-status") == "ok", "offers (SQLite): ok")
+
+            route = driver.find('#routes tr[data-route="/api/offer/aggregate"]')
+            check(route is not None and driver.attribute(route, "data-degraded") == str(REQUESTS),
+                  "route: %d degraded requests" % REQUESTS)
+            check(route is not None and "100.0 %" in driver.text(route), "route: degraded share 100.0 %")
+
+            rows = driver.find_all("#recent tbody tr[data-request-id]")
+            ids = [driver.attribute(r, "data-request-id") for r in rows]
+            check(ids == ["browser-%d" % i for i in reversed(range(REQUESTS))],
+                  "recent degraded: newest first, every request id (%s)" % ids)
+            if rows:
+                refused = driver.find_in(rows[0], 'div[data-call="coupon"][data-outcome="circuit_open"]')
+                check(len(refused) == 1, "recent degraded: the newest's coupon call refused by the open breaker")
+                timed_out = driver.find_in(rows[-1], 'div[data-call="coupon"][data-outcome="timeout"]')
+                check(len(timed_out) == 1, "recent degraded: the first request's coupon call timed out")
+                check(len(driver.find_in(rows[0], "div[data-call]")) == 1, "recent degraded: only coupon failed")
+
+            database_row = driver.find('#databases tr[data-database="offers"]')
+            check(database_row is not None and driver.text(database_row).split()[:3] == ["offers", "4", "4"],
+                  "SQL semaphore: offers, 4 permits, 4 available")
+            coroutines = driver.find('#process tr[data-key="coroutines"]')
+            check(coroutines is not None and re.search(r"\d", driver.text(coroutines)) is not None,
+                  "process: coroutines shown")
+            shown_version = driver.text(driver.find("#config-version"))
+            check(shown_version == version, "configuration version %s shown (%s)" % (version, shown_version))
+
+            driver.screenshot(args.screenshot)
+            print("screenshot: " + args.screenshot)
+        finally:
+            if driver:
+                driver.close()
+            for child in reversed(children):
+                child.stop()
+
+    if failures:
+        die("%d check(s) failed" % len(failures))
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
