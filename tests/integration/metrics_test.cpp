@@ -41,20 +41,6 @@ exposition scrape_until(gateway_process& gw, const std::function<bool(const expo
 const std::string route = "/api/offer/aggregate";
 const std::string request_count = "http_server_request_duration_seconds_count";
 
-// Whether the page has a sample named `name` whose labels include all of `match` (at any value, zero too).
-bool has_sample(const exposition& e, const std::string& name, const label_map& match) {
-  for (const auto& s : e.samples) {
-    if (s.name != name) continue;
-    bool all = true;
-    for (const auto& [k, v] : match) {
-      auto it = s.labels.find(k);
-      all = all && it != s.labels.end() && it->second == v;
-    }
-    if (all) return true;
-  }
-  return false;
-}
-
 label_map request_labels(const std::string& status) {
   return {{"http_route", route}, {"http_request_method", "GET"}, {"http_response_status_code", status}};
 }

@@ -193,18 +193,32 @@ exposition parse_exposition(const std::string& text) {
   return e;
 }
 
+namespace {
+
+bool matches(const sample& s, const std::string& name, const label_map& match) {
+  if (s.name != name) return false;
+  for (const auto& [k, v] : match) {
+    auto it = s.labels.find(k);
+    if (it == s.labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 double total(const exposition& e, const std::string& name, const label_map& match) {
   double sum = 0;
   for (const auto& s : e.samples) {
-    if (s.name != name) continue;
-    bool all = true;
-    for (const auto& [k, v] : match) {
-      auto it = s.labels.find(k);
-      all = all && it != s.labels.end() && it->second == v;
-    }
-    if (all) sum += s.value;
+    if (matches(s, name, match)) sum += s.value;
   }
   return sum;
+}
+
+bool has_sample(const exposition& e, const std::string& name, const label_map& match) {
+  for (const auto& s : e.samples) {
+    if (matches(s, name, match)) return true;
+  }
+  return false;
 }
 
 std::string text_of(const std::vector<std::string>& problems) {

@@ -28,6 +28,8 @@ exposition parse_exposition(const std::string& text);
 
 // Sum of the samples named `name` whose labels include all of `match` (0 when there are none).
 double total(const exposition& e, const std::string& name, const label_map& match = {});
+// Whether there is such a sample at all (at any value, zero too).
+bool has_sample(const exposition& e, const std::string& name, const label_map& match = {});
 
 // The problems one per line, for a test's message.
 std::string text_of(const std::vector<std::string>& problems);
