@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | a100tls | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
+    a100 | a100tls | trace | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
       scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
