@@ -6,8 +6,8 @@
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/compression.hpp"
 #include "gateway/core/json_text.hpp"
-#include "gateway/observe/span_attributes.hpp"
 #include "gateway/observe/recent_degraded.hpp"
+#include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <fmt/format.h>

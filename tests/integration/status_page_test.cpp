@@ -74,7 +74,7 @@ TEST_CASE(
   CHECK(route["degraded_share"] == 1.0);
   CHECK(route["server_errors"] == 0);
   CHECK(route["rate"].get<double>() > 0);
-  CHECK(route["p50_ms"].get<double>() < 250);  // seven answered without waiting for the hung call
+  CHECK(route["p50_ms"].get<double>() < 250);   // seven answered without waiting for the hung call
   CHECK(route["p99_ms"].get<double>() >= 250);  // three waited for the 300 ms deadline
   CHECK(route["total"]["requests"] == 10);
 
