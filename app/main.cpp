@@ -33,7 +33,13 @@ int check(const std::string& file) {
 }
 
 int run(const std::string& file) {
-  auto result = gateway::load_config_file(file);
+  gateway::config_error unreadable;
+  const auto text = gateway::read_config_text(file, unreadable);
+  if (!text) {
+    std::cerr << gateway::format_config_error(file, unreadable) << '\n';
+    return 2;
+  }
+  auto result = gateway::load_config_text(*text, file);
   if (!result.config) {
     for (const auto& e : result.errors) std::cerr << gateway::format_config_error(file, e) << '\n';
     return 2;
@@ -53,7 +59,7 @@ int run(const std::string& file) {
 
   std::unique_ptr<gateway::server> srv;
   try {
-    srv = std::make_unique<gateway::server>(*result.config);
+    srv = std::make_unique<gateway::server>(*result.config, gateway::config_version(*text));
   } catch (const std::exception& e) {
     spdlog::critical("{}", e.what());
     return 1;

@@ -8,6 +8,8 @@
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/config/yaml_syntax_errors.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -69,10 +71,11 @@ config_load_result load_config_text(std::string_view yaml, const std::string& so
   return result;
 }
 
-config_load_result load_config_file(const std::string& path) {
+std::optional<std::string> read_config_text(const std::string& path, config_error& error) {
   constexpr std::size_t max_bytes = 16 * 1024 * 1024;
-  const auto failed = [](const char* what, int err) {
-    return config_load_result{std::nullopt, {{0, 0, std::string(what) + ": " + std::strerror(err)}}};
+  const auto failed = [&](const char* what, int err) {
+    error = {0, 0, std::string(what) + ": " + std::strerror(err)};
+    return std::nullopt;
   };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) return failed("cannot open file", errno);
@@ -84,8 +87,31 @@ config_load_result load_config_file(const std::string& path) {
     text.append(buffer.data(), n);
     if (n < buffer.size()) break;
   }
-  if (text.size() > max_bytes) return {std::nullopt, {{0, 0, "file larger than 16 MiB"}}};
-  return load_config_text(text, path);
+  if (text.size() > max_bytes) {
+    error = {0, 0, "file larger than 16 MiB"};
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::string config_version(std::string_view text) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < 8 && i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+config_load_result load_config_file(const std::string& path) {
+  config_error error;
+  const auto text = read_config_text(path, error);
+  if (!text) return {std::nullopt, {error}};
+  return load_config_text(*text, path);
 }
 
 std::string format_config_error(const std::string& file, const config_error& error) {

@@ -4,6 +4,7 @@
 
 #include "gateway/config/config.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,10 @@ struct config_load_result {
 
 config_load_result load_config_text(std::string_view yaml, const std::string& source_name);
 config_load_result load_config_file(const std::string& path);
+// The file's text (at most 16 MiB), or nullopt with why not in `error` (line 0).
+std::optional<std::string> read_config_text(const std::string& path, config_error& error);
+// A version that names a configuration's text: the first 16 hex digits of its SHA-256.
+std::string config_version(std::string_view text);
 
 // "FILE:LINE:COL: message"
 std::string format_config_error(const std::string& file, const config_error& error);

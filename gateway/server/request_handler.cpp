@@ -41,16 +41,6 @@ bool safe_token(std::string_view s, std::size_t max) {
   return !s.empty() && s.size() <= max && char_class::all_of(s, char_class::request_id);
 }
 
-// W3C trace context: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>" (55 characters).
-bool valid_traceparent(std::string_view s) {
-  if (s.size() != 55 || s[2] != '-' || s[35] != '-' || s[52] != '-') return false;
-  for (const std::string_view hex : {s.substr(0, 2), s.substr(3, 32), s.substr(36, 16), s.substr(53, 2)}) {
-    if (!char_class::all_of(hex, char_class::lower_hex)) return false;
-  }
-  return s.substr(0, 2) != "ff" && s.substr(3, 32) != std::string_view("00000000000000000000000000000000") &&
-         s.substr(36, 16) != std::string_view("0000000000000000");
-}
-
 // A positive integer header value in milliseconds, or nullopt.
 std::optional<long long> header_millis(std::string_view text) {
   long long value = 0;
@@ -314,7 +304,10 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.params = &params;
     fr.deadline = deadline;
     fr.request_id = request_id;
-    fr.traceparent = valid_traceparent(request.traceparent) ? request.traceparent : std::string_view();
+    // A valid W3C traceparent of version 00's length is passed on as it came (when the request is not
+    // traced).
+    const bool valid = request.traceparent.size() == 55 && parse_traceparent(request.traceparent).has_value();
+    fr.traceparent = valid ? request.traceparent : std::string_view();
     call_headers headers;  // outlives the fan-out, whose calls point into it
     if (request.headers != nullptr)
       fr.headers = headers.render(route, config_.server.forwarded, *request.headers, request.origin);

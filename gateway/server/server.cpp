@@ -26,17 +26,14 @@
 #include "gateway/sql/postgres_downstream.hpp"
 #include "gateway/sql/sqlite_downstream.hpp"
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -56,30 +53,8 @@ struct worker {
   std::shared_ptr<const config_generation> generation;  // the current one; this thread's handlers only
 };
 
-// A version that names a configuration's text: the first 16 hex digits of its SHA-256.
-std::string version_of(std::string_view text) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int size = 0;
-  EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < 8 && i < size; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
-
-// The file's text, or nullopt (with `why`) when it cannot be read.
-std::optional<std::string> read_text(const std::string& path, std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) {
-    why = path + ": cannot read the file";
-    return std::nullopt;
-  }
-  return text.str();
+double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The settings of `now` that differ from `running` in the sections only a restart applies (all but
@@ -278,10 +253,10 @@ reload_report server::impl::reload() {
     for (const auto& e : report.errors) spdlog::error("{}", e);
     return report;
   };
-  std::string why;
-  const auto text = read_text(path, why);
-  if (!text) return fail({why});
-  const auto version = version_of(*text);
+  config_error unreadable;
+  const auto text = read_config_text(path, unreadable);
+  if (!text) return fail({format_config_error(path, unreadable)});
+  const auto version = config_version(*text);
   if (version == running->version) {
     report.unchanged = true;
     return report;
@@ -321,10 +296,7 @@ reload_report server::impl::reload() {
   }
   publish(generation);
   reloads.succeeded.fetch_add(1);
-  reloads.last_success = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::system_clock::now().time_since_epoch())
-                                                 .count()) /
-                         1000.0;
+  reloads.last_success = unix_seconds_now();
   report.applied = true;
   report.version = version;
   spdlog::info(
@@ -365,7 +337,7 @@ void server::impl::stop() {
   }
 }
 
-server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
+server::server(const gateway_config& config, const std::string& version) : impl_(std::make_unique<impl>()) {
   impl_->config = config;
   const auto& cfg = impl_->config;
   stack_cache::set_max_cached_per_thread(cfg.server.stack_cache);
@@ -381,16 +353,12 @@ server::server(const gateway_config& config) : impl_(std::make_unique<impl>()) {
   }
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format);
-  std::string why;
-  const auto text = cfg.source.empty() ? std::nullopt : read_text(cfg.source, why);
-  auto first = impl_->build_generation(std::make_shared<const gateway_config>(cfg),
-                                       version_of(text ? *text : effective_config_json(cfg).dump()), nullptr);
+  auto first = impl_->build_generation(
+      std::make_shared<const gateway_config>(cfg),
+      version.empty() ? config_version(effective_config_json(cfg).dump()) : version, nullptr);
   impl_->current = first;
   for (auto& w : impl_->workers) w->generation = first;
-  impl_->reloads.last_success = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                        std::chrono::system_clock::now().time_since_epoch())
-                                                        .count()) /
-                                1000.0;
+  impl_->reloads.last_success = unix_seconds_now();
 
   if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
   if (cfg.tracing.enabled) {

@@ -17,7 +17,8 @@ class server {
  public:
   // Builds everything and binds the listener; throws std::runtime_error on failure (bad address,
   // port in use, unresolvable downstream).
-  explicit server(const gateway_config& config);
+  // `version`: config_version() of the file's text (empty: one of the effective configuration).
+  explicit server(const gateway_config& config, const std::string& version = {});
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

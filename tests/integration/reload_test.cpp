@@ -339,3 +339,20 @@ TEST_CASE("reload under load: 200 clients and repeated reloads good and bad: no 
   CHECK(reloads_ok == good);
   CHECK(gw.running());
 }
+
+TEST_CASE("reload: a new downstream named by a host name is resolved and answers", "[reload]") {
+  // The resolver took names only before it started; a downstream a reload adds must be resolved too. One
+  // name from the start, so that its thread already runs (and sleeps until that name's next refresh).
+  mock_downstream mock;
+  seed_config cfg{mock.url()};
+  cfg.url_override["coupon"] = "http://localhost:" + std::to_string(mock.port());
+  gateway_process gw(without_watch(cfg.yaml()));
+  const auto original = read_file(gw.config_path());
+  const auto by_name = "http://localhost:" + std::to_string(mock.port());
+  replace_file(gw.config_path(), with_route(with_downstream(original, "named", by_name), "/named", "named"));
+  REQUIRE(post_reload(gw).status == 200);
+  const auto r = http_get(gw.port(), "/named");
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK_FALSE(r.has_header("x-degraded"));
+}

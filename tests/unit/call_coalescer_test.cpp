@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <vector>
 
 using namespace gateway;
@@ -94,4 +95,26 @@ TEST_CASE("coalescer: a cancelled leader's first follower gets a call of its own
   f.ioc.restart();
   f.ioc.poll();
   CHECK(c.told == std::vector<call_outcome>{call_outcome::error});
+}
+
+TEST_CASE("answer key: answer-field policies are told apart by their contents not their addresses",
+          "[coalesce]") {
+  // Two policies alike in content at two addresses (as a configuration reload makes them): one key. A
+  // policy that keeps other fields: another key, wherever it lives.
+  const auto a =
+      std::make_unique<response_header_policy>(response_header_policy{{"etag"}, {"session"}, true});
+  const auto b =
+      std::make_unique<response_header_policy>(response_header_policy{{"etag"}, {"session"}, true});
+  const auto other = std::make_unique<response_header_policy>(response_header_policy{{"etag"}, {}, true});
+  call_request request;
+  request.target = "/coupon?sku=A1";
+  request.answer_fields = a.get();
+  const auto key_a = answer_key(request);
+  request.answer_fields = b.get();
+  CHECK(answer_key(request) == key_a);
+  request.answer_fields = other.get();
+  CHECK(answer_key(request) != key_a);
+  request.answer_fields = nullptr;
+  CHECK(answer_key(request) == "/coupon?sku=A1");
+  CHECK(answer_key(request) != key_a);
 }

@@ -731,3 +731,30 @@ TEST_CASE("${ENV} and ${ENV:-default} work in every value; credentials' values a
   ::unsetenv("GW_TEST_API_TOKEN");
   ::unsetenv("GW_TEST_EMPTY");
 }
+
+TEST_CASE("downstream settings compare equal wherever they stand in the file and differ by any value",
+          "[config][reload]") {
+  // A reload keeps a downstream whose settings are equal: lines added above it (which move the positions
+  // kept for error messages, e.g. a SQLite database's) must not make it a new one.
+  config_error unreadable;
+  const auto text = read_config_text(std::string(SOURCE_DIR) + "/config/gateway.yaml", unreadable);
+  REQUIRE(text);
+  const auto before = load_config_text(*text, "a.yaml");
+  const auto moved = load_config_text("# one\n# two\n# three\n" + *text, "b.yaml");
+  REQUIRE(before.config);
+  REQUIRE(moved.config);
+  const auto& a = before.config->downstreams;
+  const auto& b = moved.config->downstreams;
+  REQUIRE(a.size() == b.size());
+  const auto sqlite =
+      std::find_if(a.begin(), a.end(), [](const auto& d) { return d.kind == downstream_kind::sql; });
+  REQUIRE(sqlite != a.end());
+  CHECK(sqlite->sql.database_at.line != b[static_cast<std::size_t>(sqlite - a.begin())].sql.database_at.line);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
+  auto changed = a.front();
+  changed.connect_timeout += milliseconds(1);
+  CHECK_FALSE(changed == a.front());
+  auto pool = *sqlite;
+  pool.sql.pool_size += 1;
+  CHECK_FALSE(pool == *sqlite);
+}
