@@ -94,11 +94,14 @@ int run(const std::string& file) {
       return;
     }
   });
+  // The listeners' lines go to stdout, in the log's format, when both listen (scripts wait for them).
   srv->run([&] {
-    std::printf("gateway listening on %s:%u%s\nadmin listening on %s:%u\n", ep.address().to_string().c_str(),
-                ep.port(), result.config->server.tls.enabled ? " (tls)" : "",
-                admin.address().to_string().c_str(), admin.port());
-    std::fflush(stdout);
+    const auto format = result.config->log.format;
+    gateway::print_startup_line(format, "gateway listening on " + ep.address().to_string() + ":" +
+                                            std::to_string(ep.port()) +
+                                            (result.config->server.tls.enabled ? " (tls)" : ""));
+    gateway::print_startup_line(
+        format, "admin listening on " + admin.address().to_string() + ":" + std::to_string(admin.port()));
   });
   // Wake the signal thread if it still waits.
   finished = true;

@@ -98,8 +98,10 @@ $(tail -n 20 "$errfile")"
 $(tail -n 20 "$errfile")"
 }
 
-port_of() { sed -n "s/^$2 listening on .*:\([0-9]*\)\$/\1/p" "$1" | sed -n 1p; }
-tls_port_of() { sed -n "s/^$2 listening on .*:\([0-9]*\) (tls)\$/\1/p" "$1" | sed -n 1p; }  # the mock's first HTTPS one
+# The port of NAME's first plain (or TLS) "NAME listening on HOST:PORT" line in FILE: a line of its own,
+# or the message of a JSON log line (the gateway's, with log.format json).
+port_of() { sed -nE "s/.*$2 listening on [^ \"]*:([0-9]+)(\"|\$).*/\1/p" "$1" | sed -n 1p; }
+tls_port_of() { sed -nE "s/.*$2 listening on [^ \"]*:([0-9]+) \(tls\).*/\1/p" "$1" | sed -n 1p; }  # the mock's first HTTPS one
 
 # start_mock NAME ARGS...: sets mock_pid and mock_port.
 start_mock() {
@@ -122,7 +124,7 @@ $(cat "$work/$name.check")"
   "$bin/gateway" --config "$config" >"$work/$name.gateway.out" 2>"$work/$name.gateway.err" &
   gw_pid=$!
   pids+=("$gw_pid")
-  wait_for_line "$work/$name.gateway.out" "^admin listening on" "$gw_pid" gateway "$work/$name.gateway.err"
+  wait_for_line "$work/$name.gateway.out" "admin listening on" "$gw_pid" gateway "$work/$name.gateway.err"
   gw_port=$(port_of "$work/$name.gateway.out" gateway)
   admin_port=$(port_of "$work/$name.gateway.out" admin)
   [ -n "$gw_port" ] && [ -n "$admin_port" ] || die "cannot read the gateway's ports from its stdout"

@@ -71,7 +71,7 @@ YAML
 "$bin/gateway" --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
 gw=$!
 for _ in $(seq 1 100); do grep -q "admin listening on" "$work/gateway.out" && break; sleep 0.05; done
-url="http://127.0.0.1:$(sed -n 's/^gateway listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/db"
+url="http://127.0.0.1:$(sed -nE 's/.*gateway listening on [^ "]*:([0-9]+).*/\1/p' "$work/gateway.out")/api/db"
 
 # Sampler: queries of the gateway running at once, as the server sees them.
 (

@@ -23,7 +23,7 @@ sed -e "s/127.0.0.1:9001/127.0.0.1:$mock_port/" -e "s/0.0.0.0:8080/127.0.0.1:0/"
 "$bin/gateway" --config "$work/gateway.yaml" >"$work/gateway.out" 2>"$work/gateway.err" &
 gw=$!
 for _ in $(seq 1 100); do grep -q "admin listening on" "$work/gateway.out" && break; sleep 0.05; done
-url="http://127.0.0.1:$(sed -n 's/^gateway listening on .*:\([0-9]*\)$/\1/p' "$work/gateway.out")/api/offer/aggregate?sku=A1"
+url="http://127.0.0.1:$(sed -nE 's/.*gateway listening on [^ "]*:([0-9]+).*/\1/p' "$work/gateway.out")/api/offer/aggregate?sku=A1"
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 wrk -t2 -c"$conns" -d2s "$url" >/dev/null  # warm-up: pools filled, stacks cached

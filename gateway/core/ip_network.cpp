@@ -63,4 +63,24 @@ bool ip_network::contains(std::string_view address) const {
   return true;
 }
 
+std::string_view forwarded_client(std::string_view forwarded_for, std::span<const ip_network> trusted) {
+  std::string_view believed;
+  auto rest = forwarded_for;
+  while (!rest.empty()) {
+    const auto comma = rest.rfind(',');
+    auto entry = comma == std::string_view::npos ? rest : rest.substr(comma + 1);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
+    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
+    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
+    std::array<unsigned char, 16> bytes{};
+    bool v6 = false;
+    if (entry.empty() || entry.size() > 64 || !address_bytes(entry, bytes, v6)) return believed;
+    believed = entry;
+    bool ours = false;
+    for (const auto& n : trusted) ours = ours || n.contains(entry);
+    if (!ours) return entry;
+  }
+  return believed;
+}
+
 }  // namespace gateway

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,12 @@ class ip_network {
   unsigned prefix_ = 0;
   std::string text_;
 };
+
+// The client's address by an X-Forwarded-For value (fields joined with commas) that a trusted proxy
+// passed on: its entries from the right, each proxy's view of who sent to it, skipping those in `trusted`
+// (proxies of ours); the first one not trusted, or the leftmost when all are. An entry that is not an
+// address ends the walk at the one to its right (nothing left of a bad entry is believed); empty when
+// there is no usable entry.
+std::string_view forwarded_client(std::string_view forwarded_for, std::span<const ip_network> trusted);
 
 }  // namespace gateway

@@ -69,4 +69,20 @@ struct call_result {
   bool has_body() const { return outcome == call_outcome::ok || outcome == call_outcome::stale; }
 };
 
+// What the access log keeps of a call: its outcome (outcome_label_index), status (0: none) and latency.
+struct call_brief {
+  std::uint8_t outcome = 0;
+  std::uint16_t status = 0;
+  std::uint32_t latency_us = 0;
+};
+
+inline call_brief brief_of(const call_result& r) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(r.latency).count();
+  return {static_cast<std::uint8_t>(r.label_index()),
+          static_cast<std::uint16_t>(r.status < 1000 ? r.status : 0),
+          static_cast<std::uint32_t>(us < 0              ? 0
+                                     : us > 0xffffffffLL ? 0xffffffffLL
+                                                         : us)};
+}
+
 }  // namespace gateway

@@ -2,18 +2,22 @@
 
 #include "gateway/aggregate/degraded_list.hpp"
 #include "gateway/core/json_text.hpp"
+#include "gateway/observe/redaction.hpp"
 
+#include <limits.h>
 #include <poll.h>
 #include <spdlog/async.h>
 #include <spdlog/async_logger.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <ctime>
 #include <mutex>
 
@@ -21,125 +25,304 @@ namespace gateway {
 
 namespace {
 
-constexpr auto write_patience = std::chrono::milliseconds(100);  // per line, when the fd is not writable
+constexpr auto write_patience = std::chrono::milliseconds(100);  // per write, when the fd is not writable
 constexpr auto stuck_pause = std::chrono::seconds(1);            // after a stuck write, drop without waiting
+constexpr std::size_t max_user_agent = 256;                      // bytes of User-Agent logged
 
-void append_time(std::string& out, std::chrono::system_clock::time_point t) {
+void append_time(std::string& out, std::chrono::system_clock::time_point t, time_stamp_cache& stamps) {
   const auto since = t.time_since_epoch();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
   const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - seconds).count();
-  const std::time_t tt = static_cast<std::time_t>(seconds.count());
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buffer[40];
-  const auto n = std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
-  out.append(buffer, n);
-  std::snprintf(buffer, sizeof buffer, ".%03dZ", static_cast<int>(millis));
-  out += buffer;
+  if (seconds.count() != stamps.second) {
+    const std::time_t tt = static_cast<std::time_t>(seconds.count());
+    std::tm tm{};
+    ::gmtime_r(&tt, &tm);
+    std::strftime(stamps.text, sizeof stamps.text, "%Y-%m-%dT%H:%M:%S", &tm);
+    stamps.second = seconds.count();
+  }
+  out += stamps.text;
+  const int ms = static_cast<int>(millis);
+  const char tail[] = {'.', static_cast<char>('0' + ms / 100), static_cast<char>('0' + ms / 10 % 10),
+                       static_cast<char>('0' + ms % 10), 'Z'};
+  out.append(tail, sizeof tail);
+}
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+// Milliseconds with three decimals ("151.027").
+void append_millis(std::string& out, double ms) {
+  if (!(ms >= 0) || ms > 1e12) ms = 0;
+  const auto micros = static_cast<std::uint64_t>(ms * 1000.0 + 0.5);
+  append_number(out, micros / 1000);
+  const auto frac = static_cast<unsigned>(micros % 1000);
+  const char tail[] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                       static_cast<char>('0' + frac % 10)};
+  out.append(tail, sizeof tail);
+}
+
+std::string_view call_name(const access_entry& e, std::size_t i) {
+  if (e.calls_of == nullptr || i >= e.calls_of->calls.size()) return "?";
+  return e.calls_of->calls[i].name;
+}
+
+void append_json_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {
+  out += "{\"time\":\"";
+  append_time(out, e.time, stamps);
+  out += "\",\"request_id\":";
+  append_json_string(out, e.request_id);
+  out += ",\"method\":";
+  append_json_string(out, e.method);
+  out += ",\"route\":";
+  append_json_string(out, e.route);
+  out += ",\"path\":";
+  thread_local std::string path;  // kept per thread: no allocation per line
+  path.clear();
+  append_redacted_target(path, e.target);
+  append_json_string(out, path);
+  out += ",\"status\":";
+  append_number(out, e.status);
+  out += ",\"duration_ms\":";
+  append_millis(out, e.duration_ms);
+  out += ",\"degraded\":[";
+  bool first = true;
+  for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, name);
+  });
+  out += "],\"bytes\":";
+  append_number(out, e.bytes);
+  out += ",\"client\":";
+  append_json_string(out, e.client);
+  if (!e.proxy.empty()) {
+    out += ",\"proxy\":";
+    append_json_string(out, e.proxy);
+  }
+  out += ",\"user_agent\":";
+  append_json_string(out, e.user_agent.substr(0, max_user_agent));
+  if (!e.trace_id.empty()) {
+    out += ",\"trace_id\":";
+    append_json_string(out, e.trace_id);
+  }
+  if (!e.calls.empty()) {
+    out += ",\"calls\":[";
+    for (std::size_t i = 0; i < e.calls.size(); ++i) {
+      const auto& c = e.calls[i];
+      if (i != 0) out += ',';
+      out += "{\"name\":";
+      append_json_string(out, call_name(e, i));
+      out += ",\"outcome\":\"";
+      out += outcome_label(c.outcome);
+      out += "\",\"status\":";
+      append_number(out, c.status);
+      out += ",\"ms\":";
+      append_millis(out, static_cast<double>(c.latency_us) / 1000.0);
+      out += '}';
+    }
+    out += ']';
+  }
+  out += '}';
+}
+
+void append_text_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {
+  append_time(out, e.time, stamps);
+  out.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
+  out.append(" ").append(e.method).append(" ").append(e.route).append(" ");
+  append_number(out, e.status);
+  out += ' ';
+  append_millis(out, e.duration_ms);
+  out.append("ms degraded=").append(e.degraded.empty() ? "-" : degraded_names(e.degraded));
+  out.append(" bytes=");
+  append_number(out, e.bytes);
+  out.append(" client=").append(e.client);
+  if (!e.proxy.empty()) out.append(" proxy=").append(e.proxy);
+  out.append(" path=");
+  append_redacted_target(out, e.target);  // a request target has no spaces nor controls (the parser's)
+  out.append(" ua=");
+  append_json_string(out, e.user_agent.substr(0, max_user_agent));
+  out.append(" trace=").append(e.trace_id.empty() ? "-" : e.trace_id);
+  if (!e.calls.empty()) {
+    out.append(" calls=");
+    for (std::size_t i = 0; i < e.calls.size(); ++i) {
+      const auto& c = e.calls[i];
+      if (i != 0) out += ',';
+      out.append(call_name(e, i)).append(":").append(outcome_label(c.outcome)).append(":");
+      append_number(out, c.status);
+      out += ':';
+      append_millis(out, static_cast<double>(c.latency_us) / 1000.0);
+      out += "ms";
+    }
+  }
+}
+
+// Writes `data` whole to `fd`, waiting at most write_patience for each chance to write; the bytes
+// written (fewer when the fd stayed unwritable or failed). The fd may be blocking (stdout is the
+// process's, shared): a pipe, a terminal or a socket that polls writable takes PIPE_BUF bytes without
+// blocking, but a larger write would wait for the reader, so only a regular file takes it all at once.
+std::size_t write_patiently(int fd, std::string_view data) {
+  struct stat st {};
+  const bool file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::size_t done = 0;
+  while (done < data.size()) {
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(write_patience.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) break;
+    const auto size = file ? data.size() - done : std::min<std::size_t>(data.size() - done, PIPE_BUF);
+    const auto n = ::write(fd, data.data() + done, size);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // ENOSPC, EPIPE, EBADF...
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
 }
 
 }  // namespace
 
+void append_access_line(std::string& out, const access_entry& e, log_format format,
+                        time_stamp_cache& stamps) {
+  if (format == log_format::json) {
+    append_json_line(out, e, stamps);
+  } else {
+    append_text_line(out, e, stamps);
+  }
+}
+
 std::string format_access_line(const access_entry& e, log_format format) {
   std::string line;
-  line.reserve(256);
-  char duration[32];
-  std::snprintf(duration, sizeof duration, "%.3f", e.duration_ms);
-  if (format == log_format::json) {
-    line += "{\"time\":\"";
-    append_time(line, e.time);
-    line += "\",\"request_id\":";
-    append_json_string(line, e.request_id);
-    line += ",\"method\":";
-    append_json_string(line, e.method);
-    line += ",\"route\":";
-    append_json_string(line, e.route);
-    line += ",\"status\":" + std::to_string(e.status);
-    line += ",\"duration_ms\":";
-    line += duration;
-    line += ",\"degraded\":[";
-    bool first = true;
-    for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
-      if (!first) line += ',';
-      first = false;
-      append_json_string(line, name);
-    });
-    line += "],\"bytes\":" + std::to_string(e.bytes);
-    line += ",\"client\":";
-    append_json_string(line, e.client);
-    line += '}';
-  } else {
-    append_time(line, e.time);
-    line.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
-    line.append(" ").append(e.method).append(" ").append(e.route);
-    line.append(" ").append(std::to_string(e.status)).append(" ").append(duration).append("ms");
-    line.append(" degraded=").append(e.degraded.empty() ? "-" : degraded_names(e.degraded));
-    line.append(" bytes=").append(std::to_string(e.bytes));
-    line.append(" client=").append(e.client);
-  }
+  time_stamp_cache stamps;
+  append_access_line(line, e, format, stamps);
   return line;
 }
 
-// Writes formatted lines to a file descriptor without ever blocking for long.
+void print_startup_line(log_format format, std::string_view message) {
+  std::string line;
+  time_stamp_cache stamps;
+  if (format == log_format::json) {
+    line = "{\"time\":\"";
+    append_time(line, std::chrono::system_clock::now(), stamps);
+    line += "\",\"level\":\"info\",\"message\":";
+    append_json_string(line, message);
+    line += "}\n";
+  } else {
+    line = "[";
+    append_time(line, std::chrono::system_clock::now(), stamps);
+    line.append("] [info] ").append(message).append("\n");
+  }
+  write_patiently(1, line);
+}
+
+// One I/O thread's lines not yet written. `pending` is appended to by that thread and taken whole by the
+// writer thread, both under `mutex`.
+struct access_log::lane {
+  std::mutex mutex;
+  std::string pending;
+  bool woke_writer = false;  // since the last flush
+  time_stamp_cache stamps;
+};
+
+access_log::access_log(log_format format, std::size_t writers, int fd,
+                       std::chrono::milliseconds flush_interval)
+    : format_(format), fd_(fd), flush_interval_(flush_interval) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(writers, 1); ++i)
+    lanes_.push_back(std::make_unique<lane>());
+  writer_ = std::thread([this] { run(); });
+}
+
+access_log::~access_log() {
+  {
+    std::lock_guard lock(wake_mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  writer_.join();
+}
+
+void access_log::write(std::size_t writer, const access_entry& entry) {
+  auto& l = *lanes_[writer % lanes_.size()];
+  std::unique_lock lock(l.mutex);
+  if (l.pending.size() >= max_pending) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  append_access_line(l.pending, entry, format_, l.stamps);
+  l.pending += '\n';
+  if (l.pending.size() < flush_bytes || l.woke_writer) return;
+  l.woke_writer = true;
+  lock.unlock();
+  {
+    std::lock_guard wake_lock(wake_mutex_);
+    wake_asked_ = true;
+  }
+  wake_.notify_one();
+}
+
+void access_log::run() {
+  std::vector<std::string> batches(lanes_.size());
+  std::unique_lock lock(wake_mutex_);
+  for (;;) {
+    wake_.wait_for(lock, flush_interval_, [this] { return stopping_ || wake_asked_; });
+    wake_asked_ = false;
+    const bool last = stopping_;
+    lock.unlock();
+    flush_all(batches);
+    if (last) return;
+    lock.lock();
+  }
+}
+
+void access_log::flush_all(std::vector<std::string>& batches) {
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    auto& l = *lanes_[i];
+    std::lock_guard lock(l.mutex);
+    batches[i].swap(l.pending);
+    l.woke_writer = false;
+  }
+  for (auto& batch : batches) {
+    if (batch.empty()) continue;
+    write_batch(batch);
+    batch.clear();
+    if (batch.capacity() > 4 * flush_bytes) batch.shrink_to_fit();  // after a burst, give it back
+  }
+}
+
+void access_log::write_batch(const std::string& batch) {
+  std::size_t done = 0;
+  if (std::chrono::steady_clock::now() >= stuck_until_) {
+    done = write_patiently(fd_, batch);
+    if (done < batch.size()) stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
+  }
+  if (done < batch.size()) {
+    const auto lost = std::count(batch.begin() + static_cast<std::ptrdiff_t>(done), batch.end(), '\n');
+    dropped_.fetch_add(static_cast<std::uint64_t>(lost), std::memory_order_relaxed);
+  }
+}
+
+// The diagnostic log's sink: writes each formatted line to a file descriptor without ever blocking for
+// long (after a stuck write, lines are dropped for a while without waiting).
 class fd_sink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit fd_sink(int fd) : fd_(fd) {}
-  std::atomic<std::uint64_t> dropped{0};
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < stuck_until_) {
-      dropped.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+    if (std::chrono::steady_clock::now() < stuck_until_) return;
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);  // the pattern ends with a newline
-    line_.assign(formatted.data(), formatted.size());
-    std::size_t done = 0;
-    while (done < line_.size()) {
-      pollfd p{fd_, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(write_patience.count()));
-      if (ready <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
-        if (ready < 0 && errno == EINTR) continue;
-        stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
-        break;
-      }
-      const auto n = ::write(fd_, line_.data() + done, line_.size() - done);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) {  // ENOSPC, EPIPE, EBADF...: drop and try again later
-        stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
-        break;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (done < line_.size()) dropped.fetch_add(1, std::memory_order_relaxed);
+    const std::string_view line(formatted.data(), formatted.size());
+    if (write_patiently(fd_, line) < line.size())
+      stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
   }
   void flush_() override {}
 
  private:
   int fd_;
-  std::string line_;
   std::chrono::steady_clock::time_point stuck_until_{};
 };
-
-access_log::access_log(log_format format, int fd) : format_(format), sink_(std::make_shared<fd_sink>(fd)) {
-  pool_ = std::make_shared<spdlog::details::thread_pool>(8192, 1);
-  logger_ = std::make_shared<spdlog::async_logger>("access", sink_, pool_,
-                                                   spdlog::async_overflow_policy::overrun_oldest);
-  logger_->set_pattern("%v", spdlog::pattern_time_type::utc);
-  logger_->set_level(spdlog::level::info);
-}
-
-access_log::~access_log() = default;
-
-void access_log::write(const access_entry& entry) {
-  logger_->info(format_access_line(entry, format_));
-}
-
-std::uint64_t access_log::dropped() const {
-  return sink_->dropped.load(std::memory_order_relaxed);
-}
 
 namespace {
 

@@ -341,6 +341,12 @@ outbound_response request_handler::route_request(const inbound_request& request,
         log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);
     }
 
+    std::vector<call_brief> briefs;
+    if (request.brief_calls) {
+      briefs.reserve(results.size());
+      for (const auto& result : results) briefs.push_back(brief_of(result));
+    }
+
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].has_body()) continue;
       // An error answer has no entries: no fallback was served, nothing was degraded.
@@ -348,6 +354,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
                               "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
                               std::move(request_id));
       r.route = route_index;
+      r.calls = std::move(briefs);
       return r;
     }
     if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
@@ -370,6 +377,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     r.body = std::move(merged.body);
     r.degraded = std::move(merged.degraded);
     r.request_id = std::move(request_id);
+    r.calls = std::move(briefs);
     compress_answer(config_.server.compression, request.accept_encoding, r);
     return r;
   } catch (const std::bad_alloc&) {

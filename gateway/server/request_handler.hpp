@@ -35,6 +35,7 @@ struct inbound_request {
   const client_headers* headers = nullptr;  // every header field, for the header policy; null: none
   client_origin origin;                     // who sent it (forwarded headers)
   trace_record* trace = nullptr;            // the request's spans when it is traced (a client span per call)
+  bool brief_calls = false;                 // fill outbound_response::calls (the access log is on)
 };
 
 struct outbound_response {
@@ -46,6 +47,7 @@ struct outbound_response {
   std::string degraded;  // X-Degraded value
   std::string allow;     // Allow value for 405 (and OPTIONS)
   std::string fields;    // more header lines, "Name: value\r\n" each (CORS, answer fields of the calls)
+  std::vector<call_brief> calls;  // with inbound_request::brief_calls: each call of the route, in order
 };
 
 // Lets the connection cancel the request currently being handled (client gone, shutdown).

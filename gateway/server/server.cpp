@@ -352,7 +352,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
     impl_->iocs.push_back(&impl_->workers.back()->ioc);
   }
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
-  if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format);
+  if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format, threads);
   auto first = impl_->build_generation(
       std::make_shared<const gateway_config>(cfg),
       version.empty() ? config_version(effective_config_json(cfg).dump()) : version, nullptr);

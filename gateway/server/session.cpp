@@ -71,8 +71,8 @@ std::string_view header(const http::request<http::string_body>& req, std::string
 
 // A list-valued field's value: the one field's, or several fields joined with commas into `joined`
 // (RFC 9110 5.3), so that a refusal in a second field is not lost.
-std::string_view list_header(const http::request<http::string_body>& req, http::field name,
-                             std::string& joined) {
+template <class key>  // http::field, or a name Beast has no constant for
+std::string_view list_header(const http::request<http::string_body>& req, key name, std::string& joined) {
   const auto [first, last] = req.equal_range(name);
   if (first == last) return {};
   if (std::next(first) == last) return std::string_view(first->value().data(), first->value().size());
@@ -190,10 +190,17 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
   // idles, taken anew when another request finds a newer one.
   std::shared_ptr<const config_generation> generation;
   std::optional<trace_record> trace;  // the current request's spans, when tracing is on
+  std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
+  std::string trace_hex;  // the access log's trace id of a traced request
+  std::string forwarded_for;
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
                     std::size_t bytes = std::string::npos) {
     const auto elapsed = clock::now() - started;
-    if (trace) end_trace(*trace, r, method, *generation, *ctx.tracing);
+    trace_hex.clear();
+    if (trace) {
+      if (ctx.log) trace_hex = to_hex(trace->trace);
+      end_trace(*trace, r, method, *generation, *ctx.tracing);
+    }
     trace.reset();
     generation->metrics.request_done(ctx.worker, r.route, method, r.status, elapsed);
     if (!ctx.log) return;
@@ -201,15 +208,38 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     e.time = std::chrono::system_clock::now();
     e.request_id = r.request_id;
     e.method = method;
-    e.route = r.route >= 0
-                  ? std::string_view(generation->config->routes[static_cast<std::size_t>(r.route)].path)
-                  : std::string_view("unmatched");
+    const route_settings* route =
+        r.route >= 0 ? &generation->config->routes[static_cast<std::size_t>(r.route)] : nullptr;
+    e.route = route != nullptr ? std::string_view(route->path) : std::string_view("unmatched");
     e.status = r.status;
     e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
     e.degraded = r.degraded;
     e.bytes = bytes != std::string::npos ? bytes : r.body.size();
     e.client = client;
-    ctx.log->write(e);
+    e.trace_id = trace_hex;
+    if (current && current->is_header_done()) {  // what the request's head says
+      const auto& req = current->get();
+      e.target = std::string_view(req.target().data(), req.target().size());
+      e.user_agent = header(req, "User-Agent");
+      if (e.trace_id.empty()) {
+        const auto incoming = header(req, "traceparent");
+        if (incoming.size() == 55 && parse_traceparent(incoming)) e.trace_id = incoming.substr(3, 32);
+      }
+      if (peer.trusted) {
+        const auto by_proxy =
+            forwarded_client(list_header(req, std::string_view("X-Forwarded-For"), forwarded_for),
+                             ctx.config->server.trusted_proxies);
+        if (!by_proxy.empty()) {
+          e.client = by_proxy;
+          e.proxy = client;
+        }
+      }
+    }
+    if (route != nullptr && r.calls.size() == route->calls.size()) {
+      e.calls = r.calls;
+      e.calls_of = route;
+    }
+    ctx.log->write(ctx.worker, e);
   };
   // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
   auto send = [&](const outbound_response& r, bool keep_alive, bool head_only = false) {
@@ -233,7 +263,6 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     r.request_id = make_request_id(incoming_id);
     return r;
   };
-  std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
   bool body_unread = false;  // the connection ends with a request's body not read whole: linger
   // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
   const auto pass_through = [&](int route, const std::string& method, clock::time_point started) {
@@ -371,6 +400,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     in.headers = &fields;
     in.origin = {peer.address, peer.trusted, tls};
     if (trace) in.trace = &*trace;
+    in.brief_calls = ctx.log != nullptr;
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
 
     if (auto r = shed(handler.route_index(in.method, in.target), in.request_id)) {

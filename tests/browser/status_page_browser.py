@@ -249,8 +249,8 @@ def main():
                 f.write(config(mock_port, database))
             gateway = process([args.gateway, "--config", config_path], os.path.join(directory, "gateway.log"))
             children.append(gateway)
-            port = gateway.ports(r"^gateway listening on [0-9.]+:([0-9]+)", 1)[0]
-            admin = gateway.ports(r"^admin listening on [0-9.]+:([0-9]+)", 1)[0]
+            port = gateway.ports(r"gateway listening on [0-9.]+:([0-9]+)", 1)[0]
+            admin = gateway.ports(r"admin listening on [0-9.]+:([0-9]+)", 1)[0]
             admin_url = "http://127.0.0.1:%d" % admin
 
             for i in range(REQUESTS):

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -250,20 +251,52 @@ TEST_CASE("access log: one JSON line per request with id, route, status, duratio
     CHECK(j["degraded"] == degraded);
     CHECK(j["bytes"] == res.body.size());
     CHECK(j["client"] == client);
+    CHECK_FALSE(j.contains("proxy"));
+    return j;
+  };
+  // Each call of the route, in order, with its outcome, status and latency.
+  auto check_calls = [](const nlohmann::json& j, const std::string& failing) {
+    REQUIRE(j["calls"].is_array());
+    REQUIRE(j["calls"].size() == seed_calls.size());
+    for (std::size_t i = 0; i < seed_calls.size(); ++i) {
+      const auto& c = j["calls"][i];
+      INFO(c.dump());
+      CHECK(c["name"] == seed_calls[i]);
+      CHECK(c["outcome"] == (seed_calls[i] == failing ? "status_5xx" : "ok"));
+      CHECK(c["status"] == (seed_calls[i] == failing ? 500 : 200));
+      CHECK(c.value("ms", -1.0) >= 0);
+      CHECK(c.value("ms", 1e9) <= j.value("duration_ms", 0.0));
+    }
   };
 
-  auto ok = conn.get(offer_target("L1"), {{"X-Request-Id", "test-123"}});
+  // A secret query value is redacted from the path; the user agent and the caller's trace id are kept.
+  const std::string trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  auto ok = conn.get(offer_target("L1") + "&api_key=s3cr3t-value",
+                     {{"X-Request-Id", "test-123"},
+                      {"User-Agent", "probe/1.0 (\"quoted\")"},
+                      {"traceparent", "00-" + trace_id + "-00f067aa0ba902b7-01"}});
   check_offer(ok, "L1");
-  check_line("test-123", ok, "/api/offer/aggregate", nlohmann::json::array());
+  const auto first = check_line("test-123", ok, "/api/offer/aggregate", nlohmann::json::array());
+  CHECK(first["path"] == offer_target("L1") + "&api_key=REDACTED");
+  CHECK(first["user_agent"] == "probe/1.0 (\"quoted\")");
+  CHECK(first["trace_id"] == trace_id);
+  check_calls(first, "");
 
   mock.set_mode("coupon", "fail");
   auto degraded = conn.get(offer_target("L2"), {{"X-Request-Id", "test-456"}});
   check_offer(degraded, "L2", {"coupon"});
-  check_line("test-456", degraded, "/api/offer/aggregate", nlohmann::json::array({"coupon"}));
+  const auto second =
+      check_line("test-456", degraded, "/api/offer/aggregate", nlohmann::json::array({"coupon"}));
+  CHECK(second["path"] == offer_target("L2"));
+  CHECK(second["user_agent"] == "");
+  CHECK_FALSE(second.contains("trace_id"));
+  check_calls(second, "coupon");
 
-  auto unmatched = conn.get("/nowhere", {{"X-Request-Id", "test-789"}});
+  auto unmatched = conn.get("/nowhere?token=abc", {{"X-Request-Id", "test-789"}});
   check_error(unmatched, 404);
-  check_line("test-789", unmatched, "unmatched", nlohmann::json::array());
+  const auto third = check_line("test-789", unmatched, "unmatched", nlohmann::json::array());
+  CHECK(third["path"] == "/nowhere?token=REDACTED");
+  CHECK_FALSE(third.contains("calls"));
 
   // A client that leaves mid-request is logged with 499.
   for (const auto& call : seed_calls) mock.set_mode(call, "hang");
@@ -293,16 +326,139 @@ TEST_CASE("access log: text format", "[access]") {
 
   const std::string time = R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)";
   const std::string tail = R"( [0-9]+\.[0-9]{3}ms degraded=)";
+  // name:outcome:status:latency for each call
+  auto calls = [](const std::string& failing) {
+    std::string c = " calls=";
+    for (const auto& name : seed_calls) {
+      if (c.size() > 7) c += ",";
+      c += name + (name == failing ? ":status_5xx:500:" : ":ok:200:") + R"([0-9]+\.[0-9]{3}ms)";
+    }
+    return c;
+  };
   const auto first = access_line(gw, " txt-1 ");
   INFO(first);
-  CHECK(std::regex_match(first, std::regex("^" + time + " txt-1 GET /api/offer/aggregate 200" + tail +
-                                           "- bytes=" + std::to_string(ok.body.size()) +
-                                           R"( client=127\.0\.0\.1:)" + port + "$")));
+  CHECK(std::regex_match(
+      first, std::regex("^" + time + " txt-1 GET /api/offer/aggregate 200" + tail +
+                        "- bytes=" + std::to_string(ok.body.size()) + R"( client=127\.0\.0\.1:)" + port +
+                        R"( path=/api/offer/aggregate\?sku=T1 ua="" trace=-)" + calls("") + "$")));
   const auto second = access_line(gw, " txt-2 ");
   INFO(second);
-  CHECK(std::regex_match(second, std::regex("^" + time + " txt-2 GET /api/offer/aggregate 200" + tail +
-                                            "coupon bytes=" + std::to_string(degraded.body.size()) +
-                                            R"( client=127\.0\.0\.1:)" + port + "$")));
+  CHECK(std::regex_match(
+      second, std::regex("^" + time + " txt-2 GET /api/offer/aggregate 200" + tail + "coupon bytes=" +
+                         std::to_string(degraded.body.size()) + R"( client=127\.0\.0\.1:)" + port +
+                         R"( path=/api/offer/aggregate\?sku=T2 ua="" trace=-)" + calls("coupon") + "$")));
+  check_clean_exit(gw);
+}
+
+TEST_CASE("access log: the client from X-Forwarded-For only when the peer is a trusted proxy", "[access]") {
+  mock_downstream mock({"--delay", "1ms"});
+  seed_config cfg{mock.url()};
+  const auto log_with = [&](const std::string& trusted) {
+    auto y = with_log(cfg, "json");
+    if (!trusted.empty()) y.insert(y.find("  threads:"), "  trusted_proxies: " + trusted + "\n");
+    return y;
+  };
+  const std::string forwarded = "198.51.100.7, 203.0.113.9, 10.1.2.3";
+  auto line_of = [&](gateway_process& gw, const std::string& id) {
+    http_connection conn(gw.port());
+    auto res = conn.get(offer_target("X1"), {{"X-Request-Id", id}, {"X-Forwarded-For", forwarded}});
+    CHECK(res.status == 200);
+    const auto peer = "127.0.0.1:" + std::to_string(local_port(conn.fd()));
+    auto j = nlohmann::json::parse(access_line(gw, "\"" + id + "\""), nullptr, false);
+    REQUIRE(j.is_object());
+    return std::pair{j, peer};
+  };
+  SECTION("an untrusted peer's X-Forwarded-For is ignored") {
+    gateway_process gw(log_with(""));
+    const auto [j, peer] = line_of(gw, "xff-untrusted");
+    CHECK(j["client"] == peer);
+    CHECK_FALSE(j.contains("proxy"));
+  }
+  SECTION("a trusted peer: the rightmost address that is not one of ours") {
+    gateway_process gw(log_with("[127.0.0.1]"));
+    const auto [j, peer] = line_of(gw, "xff-one");
+    CHECK(j["client"] == "10.1.2.3");
+    CHECK(j["proxy"] == peer);
+  }
+  SECTION("trusted proxies in the chain are skipped") {
+    gateway_process gw(log_with("[127.0.0.1, 10.0.0.0/8]"));
+    const auto [j, peer] = line_of(gw, "xff-chain");
+    CHECK(j["client"] == "203.0.113.9");
+    CHECK(j["proxy"] == peer);
+  }
+}
+
+TEST_CASE("access log: the listeners' start-up lines are log lines of the configured format", "[access]") {
+  mock_downstream mock({"--delay", "1ms"});
+  seed_config cfg{mock.url()};
+  SECTION("json") {
+    gateway_process gw(with_log(cfg, "json"));
+    const auto out = gw.process().stdout_text();
+    std::istringstream lines(out);
+    std::string line;
+    int listeners = 0;
+    while (std::getline(lines, line)) {
+      INFO(line);
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      REQUIRE(j.is_object());  // no plain text in the JSON stream
+      if (j.value("message", "").find("listening on") == std::string::npos) continue;
+      ++listeners;
+      CHECK(j["level"] == "info");
+      CHECK(std::regex_match(j.value("time", ""), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    }
+    CHECK(listeners == 2);
+    CHECK(out.find("\"message\":\"gateway listening on 127.0.0.1:" + std::to_string(gw.port()) + "\"") !=
+          std::string::npos);
+    CHECK(out.find("\"message\":\"admin listening on 127.0.0.1:" + std::to_string(gw.admin_port()) + "\"") !=
+          std::string::npos);
+  }
+  SECTION("text") {
+    gateway_process gw(with_log(cfg, "text"));
+    CHECK(std::regex_search(
+        gw.process().stdout_text(),
+        std::regex(R"(^\[\d{4}-\d\d-\d\dT[0-9:.]+Z\] \[info\] gateway listening on 127\.0\.0\.1:)" +
+                   std::to_string(gw.port()) + "\n")));
+  }
+}
+
+TEST_CASE("access log: every line of many concurrent requests arrives whole", "[access]") {
+  mock_downstream mock({"--delay", "0ms", "--threads", "2"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(with_log(cfg, "json"));
+  constexpr int threads = 4;
+  constexpr int per_thread = 300;
+  // The test reads the gateway's stdout (a pipe of 64 KiB) all along, as a log collector would.
+  std::atomic<bool> done{false};
+  threaded_load_result load;
+  std::thread clients([&] {
+    load = run_threaded_load(gw.port(), threads, per_thread, "W");
+    done = true;
+  });
+  const std::regex nothing("^never$");
+  while (!done) gw.process().wait_for_line(nothing, 50ms);
+  clients.join();
+  for (const auto& e : load.errors) CHECK(e.empty());
+  REQUIRE(load.answered == threads * per_thread);
+  // The batches reach stdout within the flush interval: wait for the last ones, then count.
+  std::size_t lines = 0;
+  for (const auto until = steady_clock::now() + 5s; steady_clock::now() < until;) {
+    gw.process().wait_for_line(nothing, 50ms);
+    const auto out = gw.process().stdout_text();
+    lines = 0;
+    std::istringstream in(out);
+    std::string line;
+    bool whole = true;
+    while (std::getline(in, line)) {
+      if (line.find("\"request_id\"") == std::string::npos) continue;
+      whole = whole && nlohmann::json::parse(line, nullptr, false).is_object();
+      ++lines;
+    }
+    REQUIRE(whole);
+    if (lines >= static_cast<std::size_t>(threads * per_thread)) break;
+  }
+  CHECK(lines == static_cast<std::size_t>(threads * per_thread));
+  CHECK(total(parse_exposition(http_get(gw.admin_port(), "/metrics").body),
+              "gateway_access_log_dropped_total") == 0);
   check_clean_exit(gw);
 }
 
