@@ -5,7 +5,7 @@
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
 # usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]
-#   scenarios: a100 a100tls trace floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak
+#   scenarios: a100 a100tls trace accesslog floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak
 #              (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 a100tls trace floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
+all_scenarios=(a100 a100tls trace accesslog floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
 
 usage() { sed -n '7,16s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | a100tls | trace | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
+    a100 | a100tls | trace | accesslog | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
       scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -565,6 +565,40 @@ scenario_trace() {
   notes+=("- trace: gateway CPU per request with tracing off ${cpu[off]} µs, at 1% ${cpu[0.01]} µs ($(calc %+.1f "(${cpu[0.01]} - ${cpu[off]}) * 100 / ${cpu[off]}")%), at 100% ${cpu[1]} µs ($(calc %+.1f "(${cpu[1]} - ${cpu[off]}) * 100 / ${cpu[off]}")%): 7 spans per request (a server span, six client spans)")
   check_target "trace: gateway CPU per request at 1% sampling, % of off (<= 103)" \
     "$(calc %.1f "${cpu[0.01]} * 100 / ${cpu[off]}")" "<=" 103
+}
+
+# accesslog: a100's load with the access log off and on (JSON, the gateway's stdout to a file, as in a
+# container whose runtime collects it), alternated off, on, off, on, each with a fresh mock and gateway:
+# what a line per request costs in gateway CPU. The pairs are averaged because this machine's figures
+# drift by more than the difference measured.
+scenario_accesslog() {
+  local conns=100 secs=20 round state name lines
+  local -A sum=() runs=()
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  for round in 1 2; do
+    for state in off on; do
+      name=accesslog-$state-$round
+      start_mock "$name" --delay 150ms
+      write_http_config "$work/$name.yaml" 800ms "$conns"
+      [ "$state" = off ] || sed -i 's/^  access: false$/  access: true/' "$work/$name.yaml"
+      start_gateway "$name" "$work/$name.yaml"
+      measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+        "$name: a100 with the access log $state (round $round); latency by percentile"
+      sum[$state]=$(calc %.1f "${sum[$state]:-0} + $last_gw_cpu")
+      runs[$state]+="$last_gw_cpu "
+      stop_servers "$name"
+      if [ "$state" = on ]; then
+        lines=$(grep -c '"request_id"' "$work/$name.gateway.out" || true)
+        notes+=("- $name: $lines access log lines written to the gateway's stdout (a file)")
+      fi
+    done
+  done
+  local off on
+  off=$(calc %.1f "${sum[off]} / 2")
+  on=$(calc %.1f "${sum[on]} / 2")
+  notes+=("- accesslog: gateway CPU per request with the access log off ${runs[off]}µs (mean $off), on ${runs[on]}µs (mean $on): $(calc %+.1f "($on - $off) * 100 / $off")%")
+  check_target "accesslog: gateway CPU per request with the access log on, % of off (<= 105)" \
+    "$(calc %.1f "$on * 100 / $off")" "<=" 105
 }
 
 scenario_a1000() {
