@@ -72,6 +72,8 @@ struct route_series : series_parts<route_part> {
 struct downstream_series : series_parts<downstream_part> {
   downstream_series(std::string n, std::size_t workers) : series_parts(workers), name(std::move(n)) {}
   std::string name;
+  // The host of its url in the latest configuration that named it (under the lock); empty for SQL.
+  std::string server_address;
 };
 struct fallback_series : series_parts<fallback_part> {
   fallback_series(std::string r, std::string c, std::size_t workers)
@@ -152,8 +154,10 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
     }
   }
   for (const auto& d : config.downstreams) {
-    set.downstreams_.push_back(find_or_add(
-        r.downstreams, [&](const downstream_series& s) { return s.name == d.name; }, d.name));
+    auto* row = find_or_add(
+        r.downstreams, [&](const downstream_series& s) { return s.name == d.name; }, d.name);
+    row->server_address = d.kind == downstream_kind::http ? d.host : std::string();
+    set.downstreams_.push_back(row);
   }
   return set;
 }
@@ -187,7 +191,8 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   out.family(
       "http_client_request_duration_seconds", "histogram",
       "Duration of downstream calls by outcome: ok, timeout, cancelled, rejected, circuit_open, stale, or "
-      "the kind of error (status_4xx, status_5xx, invalid_body, too_large, refused, reset, tls, error).");
+      "the kind of error (status_4xx, status_5xx, invalid_body, too_large, refused, reset, tls, error); "
+      "error_type is the outcome of a call that was not ok, server_address the host of an HTTP downstream.");
   std::vector<std::vector<std::uint64_t>> counts;
   for (const auto& row : r.downstreams) {
     auto& count = counts.emplace_back(outcome_label_count);
@@ -196,14 +201,21 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
       count[o] = h.count();
       if (h.count() == 0 && o != 0) continue;
       out.histogram_sample("http_client_request_duration_seconds",
-                           {{"downstream", row.name}, {"outcome", outcome_label(o)}}, h);
+                           {{"downstream", row.name},
+                            {"outcome", outcome_label(o)},
+                            {"error_type", o == 0 ? std::string_view() : outcome_label(o)},
+                            {"server_address", row.server_address}},
+                           h);
     }
   }
   out.family("gateway_downstream_calls_total", "counter", "Downstream calls by outcome (as above).");
   for (std::size_t d = 0; d < r.downstreams.size(); ++d) {
     for (std::size_t o = 0; o < outcome_label_count; ++o) {
       out.sample("gateway_downstream_calls_total",
-                 {{"downstream", r.downstreams[d].name}, {"outcome", outcome_label(o)}},
+                 {{"downstream", r.downstreams[d].name},
+                  {"outcome", outcome_label(o)},
+                  {"error_type", o == 0 ? std::string_view() : outcome_label(o)},
+                  {"server_address", r.downstreams[d].server_address}},
                  static_cast<double>(counts[d][o]));
     }
   }

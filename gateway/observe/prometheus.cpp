@@ -40,7 +40,9 @@ void prometheus_writer::labels(label_list list, std::string_view extra_name, std
     }
     out_ += '"';
   };
-  for (const auto& [name, value] : list) one(name, value);
+  for (const auto& [name, value] : list) {
+    if (!value.empty()) one(name, value);  // an empty value is no label (Prometheus reads them alike)
+  }
   if (!extra_name.empty()) one(extra_name, extra_value);
   out_ += '}';
 }

@@ -329,4 +329,24 @@ TEST_CASE("metrics: a failed call is counted by its kind and every outcome is sh
   CHECK(kind("inventory", "reset") == 1);
   CHECK(kind("logistics-eta", "refused") == 1);
   CHECK(total(e, "gateway_downstream_calls_total", {{"outcome", "error"}}) == 0);
+
+  // OpenTelemetry's error.type and server.address: a failure's kind, and the host of the downstream.
+  CHECK(total(e, "gateway_downstream_calls_total",
+              {{"downstream", "coupon"}, {"error_type", "status_5xx"}}) == 1);
+  CHECK(
+      total(e, "http_client_request_duration_seconds_count",
+            {{"downstream", "logistics-eta"}, {"error_type", "refused"}, {"server_address", "127.0.0.1"}}) ==
+      1);
+  for (const auto& s : e.samples) {
+    if (s.name != "gateway_downstream_calls_total") continue;
+    INFO(s.name << " " << s.labels.at("downstream") << " " << s.labels.at("outcome"));
+    CHECK(s.labels.count("server_address") == 1);  // every one of these is an HTTP downstream
+    // An ok call has no error type; every other outcome is its own.
+    if (s.labels.at("outcome") == "ok") {
+      CHECK(s.labels.count("error_type") == 0);
+    } else {
+      CHECK(s.labels.count("error_type") == 1);
+      if (s.labels.count("error_type") == 1) CHECK(s.labels.at("error_type") == s.labels.at("outcome"));
+    }
+  }
 }
