@@ -3,6 +3,7 @@
 #include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
+#include "gateway/downstream/call_trace.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -56,8 +57,12 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   req.deadline = deadlines_[index];
   req.now = started_;
   req.request_id = request.request_id;
-  req.traceparent =
-      request.call_traceparents != nullptr ? request.call_traceparents[index] : request.traceparent;
+  if (request.call_traces != nullptr) {
+    req.trace = &request.call_traces[index];
+    req.traceparent = req.trace->traceparent();
+  } else {
+    req.traceparent = request.traceparent;
+  }
   if (request.headers != nullptr) {
     req.headers = request.headers[index].headers;
     req.vary = request.headers[index].vary;

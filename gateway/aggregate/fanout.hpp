@@ -43,10 +43,10 @@ struct fanout_request {
   const std::vector<std::string>* params = nullptr;   // aligned with route->params
   clock::time_point deadline;
   std::string_view request_id;
-  std::string_view traceparent;
-  // Each call's own traceparent (its client span's, when the request is traced), aligned with
-  // route->calls; null: `traceparent` for all.
-  const std::string_view* call_traceparents = nullptr;
+  std::string_view traceparent;  // sent by every call when the request is not traced
+  // Traced: each call's spans (call_trace.hpp), aligned with route->calls; each call sends its own
+  // traceparent. Null when the request is not traced.
+  call_trace* call_traces = nullptr;
   const call_header_fields* headers = nullptr;  // aligned with route->calls; null: none
   std::string_view client_body;                 // the client's request body (calls with body: client)
   std::size_t worker = 0;

@@ -26,6 +26,8 @@
 
 namespace gateway {
 
+class call_trace;
+
 struct call_request {
   std::string_view method = "GET";                   // HTTP
   std::string_view target;                           // expanded path + query (HTTP)
@@ -37,6 +39,9 @@ struct call_request {
   clock::time_point now;                                     // when the fan-out started it
   std::string_view request_id;
   std::string_view traceparent;  // empty when absent
+  // The call's spans when its request is traced (call_trace.hpp: HTTP attempts, a SQL call's wait); null
+  // when it is not. Lives in the fan-out, which waits for the call.
+  call_trace* trace = nullptr;
   // HTTP: more header fields, each "\r\nName: value" (the header policy's and the forwarded ones), and
   // the part of them an answer may depend on (the policy's, a prefix of `headers`): answers are shared
   // (coalescing, cache, stale) only between calls whose target and `vary` are equal.

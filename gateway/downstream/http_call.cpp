@@ -1,11 +1,15 @@
 #include "gateway/downstream/http_call.hpp"
 
+#include "gateway/downstream/call_trace.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
+#include "gateway/observe/span_attributes.hpp"
 
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 #include <utility>
 
 namespace gateway {
@@ -27,15 +31,24 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       deadline_(request.deadline),
       started_(request.now),
       idempotent_(request.idempotent),
-      answer_fields_(request.answer_fields) {
+      answer_fields_(request.answer_fields),
+      trace_(request.trace) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
     head_long_.resize(size);
     out = head_long_.data();
   }
-  head.write(request, out);
+  const auto traceparent_at = head.write(request, out);
   head_ = std::string_view(out, size);
+  if (trace_ != nullptr) {
+    assert(traceparent_at != request_head::no_traceparent);
+    traceparent_at_ = traceparent_at;
+    const auto& settings = lane_.settings();
+    trace_->set_url(span_attributes::full_url(
+        (settings.tls.enabled ? "https://" : "http://") + host_field_value(settings) + settings.base_path,
+        request.target));
+  }
   // Only reads share an answer; a coalesced call's key is never empty (a target starts with '/').
   if (lane_.coalescer() != nullptr && request.method == "GET") coalesce_key_ = answer_key(request);
   lane_.call_started(started_);
@@ -58,7 +71,7 @@ void http_call::start_attempt(bool retry) {
   }
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
   ++attempts_;
-  if (const auto l = launch(slot, now, last_failed_); l != launched::yes) {
+  if (const auto l = launch(slot, now, last_failed_, false); l != launched::yes) {
     if (reserved) lane_.retry_ended();
     if (l == launched::refused) {  // no I/O: like the downstream's own open breaker
       call_result result;
@@ -79,22 +92,39 @@ void http_call::start_attempt(bool retry) {
 // The hedge: a second attempt beside the first, which goes on, on another endpoint where there is one.
 void http_call::start_hedge() {
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
-  if (launch(slot, clock::now(), endpoint_[1 - slot]) != launched::yes) return;
+  if (launch(slot, clock::now(), endpoint_[1 - slot], true) != launched::yes) return;
   live_[slot]->begin();
 }
 
 // Picks the endpoint and creates the attempt in `slot` (begin() is the caller's last act), unless the
 // downstream has no address or every endpoint's breaker refused.
 http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
-                                      const http_lane::endpoint* avoid) {
+                                      const http_lane::endpoint* avoid, bool hedge) {
   const auto choice = lane_.pick(now, avoid);
   if (choice.to == nullptr) return choice.refused ? launched::refused : launched::no_address;
   auto* endpoint = choice.to;
   endpoint_[slot] = endpoint;
   ticket_[slot] = choice.ticket;
-  live_[slot] = http_attempt::create(*this, slot, head_, endpoint->pool, lane_.settings().max_response_bytes,
+  const auto head = trace_ == nullptr ? head_ : traced_head(slot, now, *endpoint, hedge);
+  live_[slot] = http_attempt::create(*this, slot, head, endpoint->pool, lane_.settings().max_response_bytes,
                                      answer_fields_, deadline_, now);
   return launched::yes;
+}
+
+// A traced attempt's span starts, and its traceparent goes into the head the attempt in `slot` sends: the
+// call's own for slot 0, a copy for slot 1. Neither is in use then: an attempt is done with its head
+// once it has reported, and a slot takes a new attempt only after that.
+std::string_view http_call::traced_head(std::size_t slot, clock::time_point now, const http_lane::endpoint& to,
+                                        bool hedge) {
+  traceparent_text traceparent;
+  attempt_span_[slot] = trace_->begin_attempt(now, hedge, to.address, traceparent);
+  char* head = head_long_.empty() ? head_inline_ : head_long_.data();
+  if (slot == 1) {
+    traced_head_.assign(head_);
+    head = traced_head_.data();
+  }
+  std::memcpy(head + traceparent_at_, traceparent.chars.data(), traceparent.chars.size());
+  return {head, head_.size()};
 }
 
 void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
@@ -113,6 +143,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
   if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended
+  if (trace_ != nullptr) trace_->end_attempt(attempt_span_[slot], r.ended, &r.result);
   if (r.result.ok()) {
     lane_.record_latency(r.result.latency);
     return report(std::move(r.result), r.ended);  // the other attempt, if any, is cancelled
@@ -184,6 +215,11 @@ void http_call::report(call_result result, clock::time_point now) {
   result.latency = now - started_;
   result.contacted = result.contacted || contacted_;
   hook_.reset();
+  if (auto* trace = std::exchange(trace_, nullptr)) {  // the fan-out's: not touched after the report
+    for (std::size_t slot = 0; slot < live_.size(); ++slot) {
+      if (live_[slot] != nullptr) trace->end_attempt(attempt_span_[slot], now, nullptr);
+    }
+  }
   // The calls that followed this one get a copy (or the first of them a call of its own, when this one was
   // cancelled); their reports are posted or come from calls of their own, never before this one's.
   if (auto* coalescer = lane_.coalescer(); coalescer != nullptr && !coalesce_key_.empty())

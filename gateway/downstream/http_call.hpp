@@ -21,6 +21,11 @@
 // that makes it (the fan-out may end the request in it); before it the call leaves the fan-out's
 // cancel_source, so that nothing of the fan-out is touched after the report.
 //
+// Traced (call_request::trace), each attempt has a span of its own (call_trace.hpp) and sends its
+// traceparent: the first attempt's slot writes it into the call's head, the other slot into a copy (a
+// hedge runs beside the first attempt). At its report the call ends the spans of attempts still running
+// and lets go of the trace, which belongs to the fan-out.
+//
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
 #include "gateway/downstream/downstream.hpp"
@@ -59,7 +64,9 @@ class http_call {
   void start_attempt(bool retry);
   void start_hedge();
   enum class launched : std::uint8_t { yes, no_address, refused };
-  launched launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid);
+  launched launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid, bool hedge);
+  std::string_view traced_head(std::size_t slot, clock::time_point now, const http_lane::endpoint& to,
+                               bool hedge);
   void arm_timer(timer_use use, clock::time_point due);
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
@@ -80,12 +87,16 @@ class http_call {
   char head_inline_[256];
   std::string coalesce_key_;  // its answer_key(), when the lane coalesces: this call leads the calls for it
   const response_header_policy* answer_fields_;  // call_request::answer_fields (in the configuration)
+  call_trace* trace_;                            // call_request::trace until the report; null: untraced
+  std::size_t traceparent_at_ = 0;               // traced: where the head's traceparent value starts
+  std::string traced_head_;                      // traced: the head of an attempt in slot 1
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes
   std::array<circuit_breaker::ticket, 2> ticket_{};  // what its endpoint's breaker allowed
   http_lane::endpoint* last_failed_ = nullptr;       // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
+  std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in that slot
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry
   bool contacted_ = false;

@@ -60,7 +60,9 @@ std::size_t request_head::size(const call_request& request) const {
   return n + request.headers.size();
 }
 
-void request_head::write(const call_request& request, char* out) const {
+std::size_t request_head::write(const call_request& request, char* out) const {
+  char* const start = out;
+  std::size_t traceparent_at = no_traceparent;
   char millis[millis_digits];
   const auto left =
       std::to_chars(millis, millis + sizeof millis, millis_left(request.deadline, request.now)).ptr;
@@ -73,6 +75,7 @@ void request_head::write(const call_request& request, char* out) const {
   out = put(out, request.request_id);
   if (!request.traceparent.empty()) {
     out = put(out, traceparent_field);
+    traceparent_at = static_cast<std::size_t>(out - start);
     out = put(out, request.traceparent);
   }
   out = put(out, request.headers);
@@ -84,6 +87,7 @@ void request_head::write(const call_request& request, char* out) const {
   }
   out = put(out, head_end);
   put(out, request.body);
+  return traceparent_at;
 }
 
 }  // namespace gateway

@@ -23,9 +23,12 @@ class request_head {
  public:
   explicit request_head(const downstream_settings& settings);
 
-  // write() writes exactly size() bytes at `out`: the head, then the body.
+  // write() writes exactly size() bytes at `out`: the head, then the body. It returns where the
+  // traceparent's value starts in them (an attempt of a traced call writes its own there), or
+  // no_traceparent when the request has none.
+  static constexpr std::size_t no_traceparent = static_cast<std::size_t>(-1);
   std::size_t size(const call_request& request) const;
-  void write(const call_request& request, char* out) const;
+  std::size_t write(const call_request& request, char* out) const;
 
  private:
   std::string prefix_;  // "GET " and the base path

@@ -106,7 +106,7 @@ std::string encode_export_request(std::span<const trace_record> records, std::st
   }
   for (const auto& record : records) {
     write_span(w, record, record.server);
-    for (const auto& client : record.clients) write_span(w, record, client);
+    for (const auto& s : record.spans) write_span(w, record, s);
   }
   w.close(ss);
   w.close(rs);

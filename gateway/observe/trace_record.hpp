@@ -1,8 +1,8 @@
 #pragma once
 // What one finished request leaves for tracing: plain data, built by the request's own thread and then
 // moved whole into the tracer (tracing.hpp). One server span (the gateway's handling of the request)
-// and one client span per downstream exchange: a call, or each attempt of a call that was retried or
-// hedged. Nothing here is shared or locked.
+// and the spans under it: per call an internal span with a client span per attempt (call_trace.hpp), or
+// one client span (a SQL call, a pass-through exchange). Nothing here is shared or locked.
 
 #include "gateway/observe/trace_context.hpp"
 
@@ -67,19 +67,26 @@ struct trace_record {
   std::string tracestate;  // as received (accepted_tracestate), passed on unchanged
   bool sampled = false;    // the head decision (head_sampled); what outgoing traceparents say
   span server;             // kind server; its parent is the caller's span, if the request had a traceparent
-  std::vector<span> clients;
+  // Every other span of the request, a parent before its children. A reference into it is invalidated by
+  // the next add_span(): keep the index while spans are added.
+  std::vector<span> spans;
 
-  std::size_t span_count() const { return 1 + clients.size(); }
+  std::size_t span_count() const { return 1 + spans.size(); }
 
-  // A new client span under the server span (ids filled; the caller sets name, times, attributes).
-  span& add_client(std::string name, std::uint64_t start_ns) {
-    span& s = clients.emplace_back();
+  // A new span under `parent` (ids filled; the caller sets the times, attributes and status). `parent`
+  // is taken by value: it may be the id of a span in `spans`, which this moves.
+  span& add_span(std::string name, span_kind kind, span_id parent, std::uint64_t start_ns) {
+    span& s = spans.emplace_back();
     s.id = new_span_id();
-    s.parent = server.id;
+    s.parent = parent;
     s.name = std::move(name);
-    s.kind = span_kind::client;
+    s.kind = kind;
     s.start_ns = start_ns;
     return s;
+  }
+  // A new client span under the server span.
+  span& add_client(std::string name, std::uint64_t start_ns) {
+    return add_span(std::move(name), span_kind::client, server.id, start_ns);
   }
 
   // The `traceparent` to send with the downstream request of client span `s`.

@@ -6,12 +6,13 @@
 //   1. At the head of a request: `trace_record rec = tracer.begin(traceparent, tracestate);` (the
 //      field values as received, either may be empty). It holds the trace id (the caller's or new), the
 //      server span's id and parent, and the head sampling decision (`rec.sampled`).
-//   2. Per downstream exchange (each attempt of a retried or hedged call too):
-//      `span& s = rec.add_client(call_name, unix_nanos_now());`, then send `rec.outgoing(s).view()` as
-//      the call's `traceparent` (its sampled flag: the head decision) and `rec.tracestate` as its
-//      `tracestate`. At its end set `s.end_ns`, the attributes (span_attributes.hpp) and the status
-//      (`s.fail(...)` on an error outcome). A span reference is invalidated by the next add_client():
-//      keep the index if calls start while others run.
+//   2. Per downstream exchange: `span& s = rec.add_client(name, unix_nanos_now());` (or add_span()
+//      under another span), then send `rec.outgoing(s).view()` as its `traceparent` (its sampled flag:
+//      the head decision) and `rec.tracestate` as its `tracestate`. At its end set `s.end_ns`, the
+//      attributes (span_attributes.hpp) and the status (`s.fail(...)` on an error outcome). A span
+//      reference is invalidated by the next add_span(): keep the index while others are added. An
+//      aggregate route's calls do this through call_trace (downstream/call_trace.hpp): a span per call,
+//      a client span per attempt under it.
 //   3. At the end: fill `rec.server` (name "{method} {route}", as the HTTP conventions name server
 //      spans; end_ns, attributes, status), then `tracer.submit(std::move(rec), degraded_or_failed)`.
 //   Building the record costs a few small allocations per span; when `!tracer.enabled()` skip it all.

@@ -6,8 +6,8 @@
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/compression.hpp"
 #include "gateway/core/json_text.hpp"
+#include "gateway/downstream/call_trace.hpp"
 #include "gateway/observe/recent_degraded.hpp"
-#include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <fmt/format.h>
@@ -112,34 +112,11 @@ void log_failed_call(const route_settings& route, std::size_t index, const downs
                              : std::string());
 }
 
-// Finishes the client span of each call (made before the fan-out, in call order from `first`).
-void trace_calls(trace_record& trace, std::size_t first, const gateway_config& config,
-                 const route_settings& route, const std::vector<downstream*>& targets,
-                 const std::vector<call_result>& results) {
-  namespace attr = span_attributes;
-  for (std::size_t i = 0; i < route.calls.size(); ++i) {
-    auto& s = trace.clients[first + i];
-    const auto& call = route.calls[i];
-    const auto& result = results[i];
-    s.end_ns = s.start_ns + static_cast<std::uint64_t>(std::chrono::nanoseconds(result.latency).count());
-    s.set(attr::call, call.name);
-    s.set(attr::http_request_method, call.method);
-    const auto& to = config.downstreams[call.downstream_index];
-    if (to.kind == downstream_kind::http) {
-      s.set(attr::server_address, to.host);
-      s.set(attr::server_port, to.port);
-    }
-    s.set(attr::outcome, outcome_label(result.label_index()));
-    s.set(attr::degraded, !result.ok());
-    if (result.status != 0) s.set(attr::http_response_status_code, result.status);
-    if (const auto* breaker = targets[i]->breaker())
-      s.set(attr::breaker_state, to_string(breaker->current()));
-    if (result.ok()) {
-      s.status = span_status::ok;
-    } else {
-      s.fail(result.detail);
-    }
-  }
+// Ends the span of each call (call_trace, made before the fan-out in call order).
+void trace_calls(std::vector<call_trace>& traces, const gateway_config& config, const route_settings& route,
+                 const std::vector<downstream*>& targets, const std::vector<call_result>& results) {
+  for (std::size_t i = 0; i < route.calls.size(); ++i)
+    traces[i].end(results[i], config.downstreams[route.calls[i].downstream_index], targets[i]->breaker());
 }
 
 }  // namespace
@@ -316,17 +293,14 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.metrics = &metrics_.worker(worker);
     fr.series = &series_;
 
-    // Traced: a client span per call, whose id its downstream receives as the parent in its traceparent.
-    std::vector<traceparent_text> outgoing;
-    std::vector<std::string_view> traceparents;
-    const std::size_t first_span = request.trace != nullptr ? request.trace->clients.size() : 0;
+    // Traced: a span per call, and under it one per attempt, whose id its downstream receives.
+    std::vector<call_trace> traces;
     if (request.trace != nullptr) {
-      const auto now = unix_nanos_now();
-      outgoing.reserve(route.calls.size());
-      for (const auto& call : route.calls)
-        outgoing.push_back(request.trace->outgoing(request.trace->add_client(call.name, now)));
-      for (const auto& text : outgoing) traceparents.push_back(text.view());
-      fr.call_traceparents = traceparents.data();
+      const auto now = clock::now();
+      const auto now_ns = unix_nanos_now();
+      traces.reserve(route.calls.size());
+      for (const auto& call : route.calls) traces.emplace_back(*request.trace, call, now, now_ns);
+      fr.call_traces = traces.data();
     }
 
     fanout calls(yield.get_executor());
@@ -334,8 +308,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
     auto results = calls.run(fr, yield);
     control.detach();
-    if (request.trace != nullptr)
-      trace_calls(*request.trace, first_span, config_, route, targets_[found.index], results);
+    if (request.trace != nullptr) trace_calls(traces, config_, route, targets_[found.index], results);
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!results[i].ok() && results[i].outcome != call_outcome::cancelled)
         log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);

@@ -1,5 +1,7 @@
 #include "gateway/sql/sql_downstream.hpp"
 
+#include "gateway/downstream/call_trace.hpp"
+
 #include <algorithm>
 
 namespace gateway {
@@ -81,7 +83,10 @@ call_result sql_downstream::call(const call_request& request, boost::asio::yield
     values.push_back(std::move(value));
   }
 
+  // Traced: how long the permit took (the connection comes with it at once: permits <= pool_size).
+  const auto asked = request.trace != nullptr ? clock::now() : clock::time_point{};
   auto acquired = semaphore_.acquire(request.deadline, request.cancel, yield);
+  if (request.trace != nullptr) request.trace->permit_waited(clock::now() - asked);
   switch (acquired.outcome) {
     case async_semaphore::status::acquired:
       break;

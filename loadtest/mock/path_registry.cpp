@@ -109,6 +109,10 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.entry->last_timeout_ms.assign(headers.timeout_ms);
   t.entry->last_request_id.assign(headers.request_id);
   t.entry->last_traceparent.assign(headers.traceparent);
+  if (!headers.traceparent.empty()) {
+    auto& ring = t.entry->traceparents;
+    ring[t.entry->traceparents_seen++ % ring.size()].assign(headers.traceparent);
+  }
   if (!recorded_names_.empty()) t.entry->last_headers = headers.recorded;
   t.entry->last_accept_encoding.assign(headers.accept_encoding);
   return t;
@@ -160,6 +164,7 @@ void path_registry::reset() {
     entry->last_timeout_ms.clear();
     entry->last_request_id.clear();
     entry->last_traceparent.clear();
+    entry->traceparents_seen = 0;
     entry->last_headers.clear();
     entry->last_accept_encoding.clear();
   }
@@ -190,7 +195,12 @@ std::string path_registry::stats_json() const {
                      {"last_request_timeout_ms", entry->last_timeout_ms},
                      {"last_request_id", entry->last_request_id},
                      {"last_traceparent", entry->last_traceparent},
+                     {"traceparents", nlohmann::json::array()},
                      {"last_accept_encoding", entry->last_accept_encoding}};
+      const auto& ring = entry->traceparents;
+      const auto came = entry->traceparents_seen;
+      for (auto i = came > ring.size() ? came - ring.size() : 0; i < came; ++i)
+        paths[name]["traceparents"].push_back(ring[i % ring.size()]);
       if (!recorded_names_.empty()) {
         auto& seen = paths[name]["last_headers"] = nlohmann::json::object();
         for (const auto& [field, value] : entry->last_headers) seen[field] = value;

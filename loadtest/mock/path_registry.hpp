@@ -8,6 +8,7 @@
 #include "loadtest/mock/behaviour.hpp"
 #include "loadtest/mock/latency.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -88,6 +89,7 @@ class path_registry {
   void reset();
 
   // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,"paths":{NAME:{...}},
+  //  (a path's "traceparents": the last 8 that came, oldest first)
   //  "endpoints":{PORT:{"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,
   //                     "paths":{NAME:{"requests":N,"cancelled":N}}}},
   //  "handshakes":{"tls":N,"resumed":N}}   (TLS handshakes of the HTTPS endpoints; resumed sessions)
@@ -114,6 +116,10 @@ class path_registry {
     std::string last_timeout_ms;
     std::string last_request_id;
     std::string last_traceparent;
+    // The last traceparents that came (none counted when absent), a ring: one per attempt of a retried
+    // or hedged call, for the tests of the gateway's spans.
+    std::array<std::string, 8> traceparents;
+    std::size_t traceparents_seen = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     std::string last_accept_encoding;
   };

@@ -77,7 +77,7 @@ trace_record retried_request(const tracer& t) {
   first.set(attr::outcome, "connect_failed");
   first.set(attr::server_address, "10.0.0.7");
   first.set(attr::server_port, 8080);
-  first.set(attr::url_full, attr::redacted_url("http://10.0.0.7:8080/users/7?token=abc&v=2"));
+  first.set(attr::url_full, attr::full_url("http://10.0.0.7:8080", "/users/7?token=abc&v=2"));
   first.set(attr::breaker_state, "closed");
 
   span& second = r.add_client("users", start + 3'000'000);
@@ -210,7 +210,7 @@ TEST_CASE("OTLP export: spans decoded by the official protobuf definitions", "[o
   const json first = spans_of(requests[0]);
   REQUIRE(first.size() == 4);
   check_span(first[0], retried, retried.server);
-  for (std::size_t i = 0; i < 3; ++i) check_span(first[i + 1], retried, retried.clients[i]);
+  for (std::size_t i = 0; i < 3; ++i) check_span(first[i + 1], retried, retried.spans[i]);
   // The same facts spelled out, as a reader of the collector's data sees them.
   CHECK(first[0].at("traceId") == "4bf92f3577b34da6a3ce929d0e0e4736");
   CHECK(first[0].at("parentSpanId") == "00f067aa0ba902b7");
@@ -232,8 +232,8 @@ TEST_CASE("OTLP export: spans decoded by the official protobuf definitions", "[o
   CHECK(attributes.at("test.unicode").second == "h\u00e9llo \u2713");
   CHECK(attributes.at("gateway.degraded") == std::pair<std::string, json>("boolValue", false));
   CHECK(attributes_of(first[1]).at("url.full").second ==
-        "http://10.0.0.7:8080/users/7?token=REDACTED&v=REDACTED");
-  CHECK(attributes_of(first[2]).at("gateway.semaphore_wait_ms") ==
+        "http://10.0.0.7:8080/users/7?token=REDACTED&v=2");
+  CHECK(attributes_of(first[2]).at("gateway.sql.semaphore_wait_ms") ==
         std::pair<std::string, json>("doubleValue", 1.25));
 
   const json second = spans_of(requests[1]);

@@ -1,11 +1,14 @@
-// Trace context, sampling, the tracer's queue and the url.full redaction (gateway/observe/). The export
-// over HTTP and its encoding against the official OTLP definitions are in tests/tracing/.
+// Trace context, sampling, the tracer's queue, url.full and a call's spans (gateway/observe/,
+// downstream/call_trace.hpp). The export over HTTP and its encoding against the official OTLP definitions
+// are in tests/tracing/, the spans of the running gateway in tests/tracing/gateway_trace_test.cpp.
 
-#include "gateway/observe/tracing.hpp"
+#include "gateway/downstream/call_trace.hpp"
 #include "gateway/observe/trace_queue.hpp"
+#include "gateway/observe/tracing.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -346,17 +349,118 @@ TEST_CASE("tracer: settings are checked") {
   }()));
 }
 
-TEST_CASE("url.full: query values are redacted and names kept") {
-  using span_attributes::redacted_url;
-  CHECK(redacted_url("http://users:8080/v1/users/7?token=abc&expand&sort=name") ==
-        "http://users:8080/v1/users/7?token=REDACTED&expand&sort=REDACTED");
-  CHECK(redacted_url("http://users/v1/users") == "http://users/v1/users");
-  CHECK(redacted_url("http://users/v1?") == "http://users/v1?");
-  CHECK(redacted_url("http://users/v1?a=&b=2#frag") == "http://users/v1?a=REDACTED&b=REDACTED#frag");
-  CHECK(redacted_url("http://users/v1?a%20b=c%20d&&e=f") == "http://users/v1?a%20b=REDACTED&&e=REDACTED");
-  CHECK(redacted_url("https://alice:secret@db.example/q?x=1") ==
-        "https://REDACTED:REDACTED@db.example/q?x=REDACTED");
-  CHECK(redacted_url("/relative/path?id=9") == "/relative/path?id=REDACTED");
-  // Not a URI reference: the query and fragment go whole.
-  CHECK(redacted_url("http://bad host/p?secret=1") == "http://bad host/p");
+TEST_CASE("url.full: secret query values are redacted, the rest kept as it came") {
+  using span_attributes::full_url;
+  CHECK(full_url("http://users:8080", "/v1/users/7?token=abc&expand&sort=name") ==
+        "http://users:8080/v1/users/7?token=REDACTED&expand&sort=name");
+  CHECK(full_url("https://users", "/v1/users") == "https://users/v1/users");
+  CHECK(full_url("http://users", "/v1?api_key=k&X-Goog-Signature=s&code=c&id=9") ==
+        "http://users/v1?api_key=REDACTED&X-Goog-Signature=REDACTED&code=REDACTED&id=9");
+  CHECK(full_url("http://[::1]:81", "/v1?a%20b=c%20d&&e=f") == "http://[::1]:81/v1?a%20b=c%20d&&e=f");
+}
+
+TEST_CASE("call trace: a span per call, a client span per attempt under it, each with its traceparent") {
+  auto record = begin_trace(valid, "", 0.0, 1'000);
+  call_settings call;
+  call.name = "users";
+  call.method = "GET";
+  const auto now = gateway::clock::now();
+  call_trace trace(record, call, now, 5'000'000);
+  REQUIRE(record.spans.size() == 1);
+  CHECK(record.spans[0].parent == record.server.id);
+  CHECK(record.spans[0].kind == span_kind::internal);
+  const auto own = parse_traceparent(trace.traceparent());
+  REQUIRE(own);
+  CHECK(own->parent == record.spans[0].id);
+
+  trace.set_url("http://users:8080/v1/users?token=REDACTED");
+  const boost::asio::ip::tcp::endpoint to(boost::asio::ip::make_address("10.0.0.7"), 8080);
+  traceparent_text first_sent;
+  traceparent_text hedge_sent;
+  traceparent_text retry_sent;
+  const auto first = trace.begin_attempt(now + 1ms, false, to, first_sent);
+  const auto hedge = trace.begin_attempt(now + 2ms, true, to, hedge_sent);
+  call_result failed;
+  failed.outcome = call_outcome::error;
+  failed.error = call_error::status_5xx;
+  failed.detail = "status 503";
+  failed.status = 503;
+  trace.end_attempt(first, now + 3ms, &failed);
+  const auto retry = trace.begin_attempt(now + 4ms, false, to, retry_sent);
+  call_result answered;
+  answered.outcome = call_outcome::ok;
+  answered.status = 200;
+  answered.latency = 6ms;
+  trace.end_attempt(retry, now + 6ms, &answered);
+  trace.end_attempt(hedge, now + 7ms, nullptr);  // still running when the call reported
+  downstream_settings users;
+  users.name = "users-service";
+  trace.end(answered, users, nullptr);
+
+  REQUIRE(record.spans.size() == 4);
+  const auto& call_span = record.spans[0];
+  CHECK(call_span.end_ns == 5'000'000 + 7'000'000);  // not before its last attempt ended
+  CHECK(call_span.status == span_status::ok);
+  const auto attributes = [](const span& s) {
+    std::map<std::string, attribute_value> out;
+    for (const auto& a : s.attributes) out[std::string(a.key)] = a.value;
+    return out;
+  };
+  CHECK(std::get<std::string>(attributes(call_span).at("gateway.call")) == "users");
+  CHECK(std::get<std::string>(attributes(call_span).at("gateway.downstream")) == "users-service");
+  const traceparent_text* sent[] = {&first_sent, &hedge_sent, &retry_sent};
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO("attempt " << i + 1);
+    const auto& s = record.spans[i + 1];
+    CHECK(s.parent == call_span.id);
+    CHECK(s.kind == span_kind::client);
+    CHECK(s.name == "GET");
+    const auto out = parse_traceparent(sent[i]->view());
+    REQUIRE(out);
+    CHECK(out->trace == record.trace);
+    CHECK(out->parent == s.id);
+    const auto a = attributes(s);
+    CHECK(std::get<std::int64_t>(a.at("gateway.attempt")) == static_cast<std::int64_t>(i + 1));
+    CHECK(a.count("http.request.resend_count") == (i == 0 ? 0U : 1U));
+    CHECK(a.count("gateway.hedge") == (i == 1 ? 1U : 0U));
+    CHECK(std::get<std::string>(a.at("server.address")) == "10.0.0.7");
+    CHECK(std::get<std::int64_t>(a.at("server.port")) == 8080);
+    CHECK(std::get<std::string>(a.at("url.full")) == "http://users:8080/v1/users?token=REDACTED");
+  }
+  CHECK(record.spans[1].status == span_status::error);
+  CHECK(record.spans[1].status_message == "status 503");
+  CHECK(std::get<std::string>(attributes(record.spans[1]).at("gateway.outcome")) == "status_5xx");
+  CHECK(record.spans[1].start_ns == 5'000'000 + 1'000'000);
+  CHECK(record.spans[1].end_ns == 5'000'000 + 3'000'000);
+  CHECK(record.spans[2].status == span_status::unset);  // cancelled: not a failure of its own
+  CHECK(std::get<std::string>(attributes(record.spans[2]).at("gateway.outcome")) == "cancelled");
+  CHECK(std::get<std::int64_t>(attributes(record.spans[3]).at("http.request.resend_count")) == 2);
+  CHECK(record.spans[3].status == span_status::ok);
+}
+
+TEST_CASE("call trace: a SQL call's span is the client span, with its database and its permit wait") {
+  auto record = begin_trace("", "", 1.0, 1'000);
+  call_settings call;
+  call.name = "inventory";
+  call_trace trace(record, call, gateway::clock::now(), 2'000);
+  trace.permit_waited(2500us);
+  downstream_settings db;
+  db.name = "db";
+  db.kind = downstream_kind::sql;
+  db.sql.driver = sql_driver::postgres;
+  call_result timed_out;
+  timed_out.outcome = call_outcome::timeout;
+  timed_out.detail = "waiting for a database permit";
+  timed_out.contacted = false;
+  trace.end(timed_out, db, nullptr);
+  REQUIRE(record.spans.size() == 1);
+  const auto& s = record.spans[0];
+  CHECK(s.kind == span_kind::client);
+  CHECK(s.status == span_status::error);
+  std::map<std::string, attribute_value> a;
+  for (const auto& kv : s.attributes) a[std::string(kv.key)] = kv.value;
+  CHECK(std::get<std::string>(a.at("db.system")) == "postgresql");
+  CHECK(std::get<double>(a.at("gateway.sql.semaphore_wait_ms")) == 2.5);
+  CHECK(std::get<std::string>(a.at("gateway.outcome")) == "timeout");
+  CHECK(std::get<bool>(a.at("gateway.degraded")));
 }
