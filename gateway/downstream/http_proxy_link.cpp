@@ -124,6 +124,7 @@ class pooled_link final : public proxy_link {
   }
 
   bool reused() const override { return conn_ && conn_->reused; }
+  boost::asio::ip::tcp::endpoint remote() const override { return to_.address; }
 
  private:
   // Runs one operation of the connection's (`op` yields) under the timer for `until` and the exchange's

@@ -16,6 +16,7 @@
 #include "gateway/core/duration.hpp"
 
 #include <boost/asio/error.hpp>  // before spawn.hpp, which uses it without including it
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>
 
 #include <cstddef>
@@ -49,6 +50,8 @@ class proxy_link {
   // The connection served an exchange before: one that fails before any of the answer arrived may have
   // been closed by the downstream while it idled (the request is then worth one more try on a new one).
   virtual bool reused() const = 0;
+  // The address of the endpoint it goes to.
+  virtual boost::asio::ip::tcp::endpoint remote() const = 0;
 };
 
 // Why no connection could be leased: the kind decides the client's answer (busy 503, timed_out 504,

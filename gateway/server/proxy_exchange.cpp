@@ -3,6 +3,7 @@
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 #include "gateway/downstream/request_head.hpp"
+#include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/beast_headers.hpp"
 #include "gateway/server/call_headers.hpp"
 #include "gateway/server/request_framing.hpp"
@@ -125,7 +126,7 @@ template <class Io>
 class exchange {
  public:
   exchange(Io& io, const config_generation& generation, int route_index, const session_context& ctx,
-           request_control& control, boost::asio::yield_context yield)
+           request_control& control, trace_record* trace, boost::asio::yield_context yield)
       : io_(io),
         route_(generation.config->routes[static_cast<std::size_t>(route_index)]),
         settings_(*route_.proxy),
@@ -135,6 +136,7 @@ class exchange {
         series_(generation.metrics),
         ctx_(ctx),
         control_(control),
+        trace_(trace),
         yield_(yield),
         buffer_(std::max<std::size_t>(settings_.buffer_bytes, 2048)) {
     control_.attach(&cancel_);
@@ -159,6 +161,8 @@ class exchange {
                        proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
   void gone(proxy_result& result);
+  void begin_span(const http::request<http::buffer_body>& req);
+  void end_span(const proxy_result& result);
 
   Io& io_;
   const route_settings& route_;
@@ -169,11 +173,18 @@ class exchange {
   const metric_set& series_;
   const session_context& ctx_;
   request_control& control_;
+  trace_record* trace_;  // null: not traced
   boost::asio::yield_context yield_;
   cancel_source cancel_;
   std::vector<char> buffer_;  // first half: bytes read; second half: a body piece parsed out of them
   std::string request_id_;
   bool head_sent_ = false;  // the downstream's answer head reached the client
+  // Traced: the exchange's span in trace_->spans, the endpoint used, the downstream's status (0: none
+  // came) and why the exchange failed (empty: it did not).
+  std::size_t span_ = 0;
+  boost::asio::ip::tcp::endpoint peer_;
+  unsigned answered_status_ = 0;
+  std::string failure_;
 };
 
 // The client left (or stopped reading or sending): nothing more goes to it.
@@ -186,6 +197,7 @@ void exchange<Io>::gone(proxy_result& result) {
 
 template <class Io>
 void exchange<Io>::fail(proxy_result& result, unsigned status, std::string_view why) {
+  if (trace_ != nullptr) failure_ = why;
   if (cancel_.reason() == cancel_reason::client_gone || io_.peer_closed()) return gone(result);
   if (head_sent_) {  // too late for an answer of the gateway's: the client sees the connection end
     result.keep_alive = false;
@@ -198,6 +210,41 @@ void exchange<Io>::fail(proxy_result& result, unsigned status, std::string_view 
   result.answer.request_id = request_id_;
   result.status = status;
   result.keep_alive = false;  // the request's body may be partly unread, or the client's side unknown
+}
+
+// The exchange's client span starts (before its traceparent goes into the request's head).
+template <class Io>
+void exchange<Io>::begin_span(const http::request<http::buffer_body>& req) {
+  namespace attr = span_attributes;
+  span_ = trace_->spans.size();
+  auto& s = trace_->add_client(std::string(view(req.method_string())), unix_nanos_now());
+  s.set(attr::http_request_method, view(req.method_string()));
+  s.set(attr::url_full, attr::full_url((to_.tls.enabled ? "https://" : "http://") + host_field_value(to_),
+                                       forwarded_target(route_, to_, view(req.target()))));
+}
+
+template <class Io>
+void exchange<Io>::end_span(const proxy_result& result) {
+  namespace attr = span_attributes;
+  if (trace_ == nullptr) return;
+  auto& s = trace_->spans[span_];
+  s.end_ns = unix_nanos_now();
+  if (peer_.port() != 0) {
+    s.set(attr::server_address, peer_.address().to_string());
+    s.set(attr::server_port, peer_.port());
+  }
+  if (answered_status_ != 0) s.set(attr::http_response_status_code, answered_status_);
+  s.set(attr::request_bytes, result.uploaded_bytes);
+  s.set(attr::response_bytes, result.sent_bytes);
+  if (result.status == 499) {
+    s.set(attr::outcome, "cancelled");  // the client left: not the downstream's failure
+  } else if (!failure_.empty()) {
+    s.fail(failure_);
+  } else if (answered_status_ >= 400) {  // as the conventions judge a client span
+    s.fail("status " + std::to_string(answered_status_));
+  } else {
+    s.status = span_status::ok;
+  }
 }
 
 template <class Io>
@@ -223,11 +270,16 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
     const auto name = view(field.name_string());
     if (hop_by_hop(req, name) || listed_ci(name, own_request_fields) || removed(name)) continue;
     if (forwarding.forwards() && listed_ci(name, forwarded_fields)) continue;
+    if (trace_ != nullptr && (iequals(name, "traceparent") || iequals(name, "tracestate"))) continue;
     head.append("\r\n").append(name).append(": ").append(view(field.value()));
   }
   for (const auto& f : policy.set) head.append("\r\n").append(f.name).append(": ").append(f.value);
   head += forwarded;
   head.append("\r\nX-Request-Id: ").append(request_id_);
+  if (trace_ != nullptr) {
+    head.append("\r\ntraceparent: ").append(trace_->outgoing(trace_->spans[span_]).view());
+    if (!trace_->tracestate.empty()) head.append("\r\ntracestate: ").append(trace_->tracestate);
+  }
   if (chunked) {
     head += "\r\nTransfer-Encoding: chunked";
   } else if (has_body || (req.method() == http::verb::post || req.method() == http::verb::put ||
@@ -428,6 +480,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   if (!keep_alive) head += "Connection: close\r\n";
   head += "\r\n";
   result.status = status;
+  answered_status_ = status;
 
   // The head goes out with the body's first piece (one write for a small answer). `emit` writes a piece
   // with what precedes it; false when the client is gone.
@@ -535,6 +588,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
     return result;
   }
   const beast_headers<http::request<http::buffer_body>> client(req);
+  if (trace_ != nullptr) begin_span(req);
   const auto head = request_head(req, client, origin, has_body, chunked, parser.content_length().value_or(0));
   const bool may_retry = !has_body && idempotent(view(req.method_string()));
 
@@ -547,6 +601,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
     ticket = breaker->allow(clock::now());
     if (!ticket.allowed) {
       fail(result, 503, "downstream '" + to_.name + "': circuit open");
+      end_span(result);
       return result;
     }
   }
@@ -560,6 +615,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
                                                    : call_outcome::ok;
     breaker->record(ticket, outcome, clock::now());
   }
+  end_span(done);
   return done;
 }
 
@@ -574,6 +630,7 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
   for (int attempt = 0;; ++attempt) {
     auto link = connect(attempt > 0, result);
     if (!link) return result;
+    if (trace_ != nullptr) peer_ = link->remote();
     const auto w = link->write(head, {}, idle_deadline(), yield_);
     if (!w.ok()) {
       if (may_retry && attempt == 0 && link->reused() && w.how != proxy_link::status::cancelled) continue;
@@ -625,17 +682,17 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
 template <class Io>
 proxy_result run_proxy(Io& io, http::request_parser<http::string_body>& parser,
                        const config_generation& generation, int route_index, const session_context& ctx,
-                       const client_origin& origin, request_control& control,
+                       const client_origin& origin, request_control& control, trace_record* trace,
                        boost::asio::yield_context yield) {
-  exchange<Io> x(io, generation, route_index, ctx, control, yield);
+  exchange<Io> x(io, generation, route_index, ctx, control, trace, yield);
   return x.run(parser, origin);
 }
 
 template proxy_result run_proxy(client_io&, http::request_parser<http::string_body>&,
                                 const config_generation&, int, const session_context&, const client_origin&,
-                                request_control&, boost::asio::yield_context);
+                                request_control&, trace_record*, boost::asio::yield_context);
 template proxy_result run_proxy(tls_client_io&, http::request_parser<http::string_body>&,
                                 const config_generation&, int, const session_context&, const client_origin&,
-                                request_control&, boost::asio::yield_context);
+                                request_control&, trace_record*, boost::asio::yield_context);
 
 }  // namespace gateway

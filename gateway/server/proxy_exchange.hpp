@@ -23,6 +23,10 @@
 // While waiting for the downstream, the client connection is watched: a client that goes away cancels
 // the exchange (`control`, also fired by the shutdown). A reused pooled connection that fails before any
 // of the answer is replaced once, for a request without a body whose method is idempotent.
+//
+// Traced (`trace` not null), the exchange with the downstream is a client span under the request's
+// server span, and the request carries that span's traceparent (and the trace's tracestate) instead of
+// the client's. Untraced, both fields go on as the client sent them.
 
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/server/call_headers.hpp"
@@ -48,12 +52,12 @@ struct proxy_result {
 };
 
 // `parser` holds the request's head (its body unread), its framing checked; route `route_index` of
-// `generation` is a proxy route.
+// `generation` is a proxy route; `trace`: the request's spans, null when it is not traced.
 // `Io`: client_io or tls_client_io (both built in proxy_exchange.cpp).
 template <class Io>
 proxy_result run_proxy(Io& io, boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
                        const config_generation& generation, int route_index, const session_context& ctx,
-                       const client_origin& origin, request_control& control,
+                       const client_origin& origin, request_control& control, trace_record* trace,
                        boost::asio::yield_context yield);
 
 }  // namespace gateway

@@ -280,8 +280,8 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       body_unread = !parser.is_done();
       return false;
     }
-    auto result =
-        run_proxy(io, parser, *generation, route, ctx, {peer.address, peer.trusted, tls}, control, yield);
+    auto result = run_proxy(io, parser, *generation, route, ctx, {peer.address, peer.trusted, tls}, control,
+                            trace ? &*trace : nullptr, yield);
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     generation->metrics.proxy_bytes(ctx.worker, static_cast<std::size_t>(route), result.uploaded_bytes,
                                     result.sent_bytes);

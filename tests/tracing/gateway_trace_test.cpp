@@ -1,7 +1,7 @@
 // The gateway's own traces, end to end: the real gateway exports to the receiver that decodes with the
 // official OTLP definitions; the mock downstream records the traceparents each path received. A request
 // with a sampled parent, one degraded at a ratio of 0 (always kept), and healthy ones that must not be
-// kept; the spans of retried and hedged calls' attempts and of a SQLite call.
+// kept; the spans of retried and hedged calls' attempts, of a SQLite call and of a pass-through exchange.
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/offer_checks.hpp"
@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace test_support;
@@ -281,6 +282,69 @@ routes:
   CHECK(a.at("gateway.sql.semaphore_wait_ms").is_number());
   CHECK(a.at("gateway.sql.semaphore_wait_ms").get<double>() >= 0.0);
   CHECK(a.at("gateway.sql.semaphore_wait_ms").get<double>() < 1000.0);
+}
+
+TEST_CASE("gateway traces: a pass-through exchange is a client span whose traceparent the downstream receives",
+          "[otlp-receiver]") {
+  otlp_receiver receiver(RECEIVER_DIR);
+  mock_downstream mock({"--record-headers", "tracestate"});
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " + mock.url() +
+                     "\n" + R"(routes:
+  - path_prefix: /shop/
+    proxy:
+      downstream: shop
+      rewrite: /
+)" + tracing_section(receiver, "0"));
+
+  http_connection client(gw.port());
+  const std::string get_trace = "7bf92f3577b34da6a3ce929d0e0e4736";
+  const auto got = client.request(
+      "GET", "/shop/coupon?sku=77&token=abc",
+      {{"traceparent", "00-" + get_trace + "-00f067aa0ba902b7-01"}, {"tracestate", "vendor=v1"}});
+  REQUIRE(got.status == 200);
+  const auto stats = mock.stats();
+  const std::string post_trace = "8bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string body = R"({"q":1})";
+  const auto posted = client.request("POST", "/shop/coupon?sku=78",
+                                     {{"traceparent", "00-" + post_trace + "-00f067aa0ba902b7-01"},
+                                      {"Content-Type", "application/json"}},
+                                     body);
+  REQUIRE(posted.status == 200);
+
+  for (const auto& [trace, response, bytes_up] :
+       {std::tuple{get_trace, got, std::size_t{0}}, std::tuple{post_trace, posted, body.size()}}) {
+    INFO("trace " << trace);
+    const auto spans = wait_for_spans(receiver, trace, 2);
+    INFO(receiver.errors());
+    REQUIRE(spans.size() == 2);
+    const auto servers = of_kind(spans, server_span);
+    const auto clients = of_kind(spans, client_span);
+    REQUIRE(servers.size() == 1);
+    REQUIRE(clients.size() == 1);
+    const auto& exchange = *clients.front();
+    CHECK(servers.front()->at("parentSpanId") == "00f067aa0ba902b7");
+    CHECK(exchange.at("parentSpanId") == servers.front()->at("spanId"));
+    CHECK(status_of(exchange) == 1);
+    const auto a = attributes_of(exchange);
+    const bool get = trace == get_trace;
+    CHECK(exchange.at("name") == (get ? "GET" : "POST"));
+    CHECK(a.at("http.request.method") == (get ? "GET" : "POST"));
+    CHECK(a.at("url.full") == mock.url() + (get ? "/coupon?sku=77&token=REDACTED" : "/coupon?sku=78"));
+    CHECK(a.at("server.address") == "127.0.0.1");
+    CHECK(a.at("server.port") == std::to_string(mock.port()));
+    CHECK(a.at("http.response.status_code") == "200");
+    CHECK(a.at("gateway.request_bytes") == std::to_string(bytes_up));
+    CHECK(a.at("gateway.response_bytes") == std::to_string(response.body.size()));
+    CHECK(start_of(exchange) >= start_of(*servers.front()));
+    CHECK(end_of(exchange) <= end_of(*servers.front()));
+    // The downstream's parent is the exchange's span, not the client's; the trace's tracestate goes along.
+    if (get) {
+      CHECK(last_traceparent(stats, "coupon") == traceparent_of(trace, exchange));
+      CHECK(stats.at("paths").at("coupon").at("last_headers").value("tracestate", "") == "vendor=v1");
+    } else {
+      CHECK(last_traceparent(mock.stats(), "coupon") == traceparent_of(trace, exchange));
+    }
+  }
 }
 
 TEST_CASE("gateway traces: an unreachable collector costs nothing but dropped spans", "[tracing]") {
