@@ -24,7 +24,8 @@ std::uint64_t call_trace::unix_ns(clock::time_point t) const {
 }
 
 std::size_t call_trace::begin_attempt(clock::time_point now, bool hedge,
-                                      const boost::asio::ip::tcp::endpoint& to, traceparent_text& traceparent) {
+                                      const boost::asio::ip::tcp::endpoint& to,
+                                      traceparent_text& traceparent) {
   const auto index = record_->spans.size();
   auto& s = record_->add_span(std::string(method_), span_kind::client, call_span().id, unix_ns(now));
   const auto number = ++attempts_;
@@ -60,12 +61,14 @@ void call_trace::permit_waited(clock::duration wait) {
   call_span().set(attr::semaphore_wait_ms, std::chrono::duration<double, std::milli>(wait).count());
 }
 
-void call_trace::end(const call_result& result, const downstream_settings& to, const circuit_breaker* breaker) {
+void call_trace::end(const call_result& result, const downstream_settings& to,
+                     const circuit_breaker* breaker) {
   auto& s = call_span();
   // The fan-out measures a call's latency from its own start, a moment after this span's: an attempt
   // that ended with the call must not end after it.
-  s.end_ns = std::max(s.start_ns + static_cast<std::uint64_t>(std::chrono::nanoseconds(result.latency).count()),
-                      last_end_ns_);
+  s.end_ns =
+      std::max(s.start_ns + static_cast<std::uint64_t>(std::chrono::nanoseconds(result.latency).count()),
+               last_end_ns_);
   s.set(attr::call, s.name);
   s.set(attr::downstream, to.name);
   if (to.kind == downstream_kind::sql) {

@@ -66,8 +66,8 @@ class call_trace {
   trace_record* record_;
   std::size_t span_;  // the call's span in record_->spans
   std::string_view method_;
-  clock::time_point anchor_;  // the call span's start, on the gateway's clock ...
-  std::uint64_t anchor_ns_;   // ... and on the system clock
+  clock::time_point anchor_;       // the call span's start, on the gateway's clock ...
+  std::uint64_t anchor_ns_;        // ... and on the system clock
   std::uint64_t last_end_ns_ = 0;  // the latest end of an attempt
   traceparent_text traceparent_;
   std::string url_;

@@ -114,8 +114,8 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
 // A traced attempt's span starts, and its traceparent goes into the head the attempt in `slot` sends: the
 // call's own for slot 0, a copy for slot 1. Neither is in use then: an attempt is done with its head
 // once it has reported, and a slot takes a new attempt only after that.
-std::string_view http_call::traced_head(std::size_t slot, clock::time_point now, const http_lane::endpoint& to,
-                                        bool hedge) {
+std::string_view http_call::traced_head(std::size_t slot, clock::time_point now,
+                                        const http_lane::endpoint& to, bool hedge) {
   traceparent_text traceparent;
   attempt_span_[slot] = trace_->begin_attempt(now, hedge, to.address, traceparent);
   char* head = head_long_.empty() ? head_inline_ : head_long_.data();

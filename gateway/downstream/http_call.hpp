@@ -90,13 +90,13 @@ class http_call {
   call_trace* trace_;                            // call_request::trace until the report; null: untraced
   std::size_t traceparent_at_ = 0;               // traced: where the head's traceparent value starts
   std::string traced_head_;                      // traced: the head of an attempt in slot 1
+  std::array<std::size_t, 2> attempt_span_{};    // traced: the span of the attempt in each slot
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes
   std::array<circuit_breaker::ticket, 2> ticket_{};  // what its endpoint's breaker allowed
   http_lane::endpoint* last_failed_ = nullptr;       // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
-  std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in that slot
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry
   bool contacted_ = false;

@@ -79,8 +79,9 @@ inline std::vector<const nlohmann::json*> children_of(const std::vector<nlohmann
   for (const auto& s : spans) {
     if (s.value("parentSpanId", "") == parent.at("spanId")) out.push_back(&s);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const nlohmann::json* a, const nlohmann::json* b) { return start_of(*a) < start_of(*b); });
+  std::stable_sort(out.begin(), out.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+    return start_of(*a) < start_of(*b);
+  });
   return out;
 }
 

@@ -231,8 +231,7 @@ TEST_CASE("OTLP export: spans decoded by the official protobuf definitions", "[o
   CHECK(attributes.at("test.int_min") == std::pair<std::string, json>("intValue", "-9223372036854775808"));
   CHECK(attributes.at("test.unicode").second == "h\u00e9llo \u2713");
   CHECK(attributes.at("gateway.degraded") == std::pair<std::string, json>("boolValue", false));
-  CHECK(attributes_of(first[1]).at("url.full").second ==
-        "http://10.0.0.7:8080/users/7?token=REDACTED&v=2");
+  CHECK(attributes_of(first[1]).at("url.full").second == "http://10.0.0.7:8080/users/7?token=REDACTED&v=2");
   CHECK(attributes_of(first[2]).at("gateway.sql.semaphore_wait_ms") ==
         std::pair<std::string, json>("doubleValue", 1.25));
 

@@ -142,16 +142,17 @@ TEST_CASE(
   CHECK(metrics.find("gateway_trace_spans_exported_total 26") != std::string::npos);
 }
 
-TEST_CASE("gateway traces: each retry and hedge is a client span under its call's span and sends its own "
-          "traceparent",
-          "[otlp-receiver]") {
+TEST_CASE(
+    "gateway traces: each retry and hedge is a client span under its call's span and sends its own "
+    "traceparent",
+    "[otlp-receiver]") {
   otlp_receiver receiver(RECEIVER_DIR);
   // retried: its first request answers 503 (retried), the second 200. hedged: every answer takes 150 ms,
   // so a hedge goes after 20 ms and loses to the first attempt.
   mock_downstream mock({"--path", "retried=flaky", "--path", "hedged=ok:150ms"});
-  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  flaky:\n    url: " +
-                     mock.url() + "\n  slow:\n    url: " + mock.url() +
-                     "\n    hedge: {delay: 20ms, budget_percent: 100}\n" + R"(routes:
+  gateway_process gw(
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  flaky:\n    url: " + mock.url() +
+      "\n  slow:\n    url: " + mock.url() + "\n    hedge: {delay: 20ms, budget_percent: 100}\n" + R"(routes:
   - path: /api/attempts
     deadline: 2s
     params:
@@ -244,7 +245,8 @@ TEST_CASE("gateway traces: a SQLite call is a client span with its database and 
   db:
     kind: sql
     driver: sqlite
-    database: ')") + database + R"('
+    database: ')") + database +
+                     R"('
     pool_size: 2
     permits: 1
     query: 'SELECT :sku AS sku, 3 AS stock'
@@ -284,12 +286,13 @@ routes:
   CHECK(a.at("gateway.sql.semaphore_wait_ms").get<double>() < 1000.0);
 }
 
-TEST_CASE("gateway traces: a pass-through exchange is a client span whose traceparent the downstream receives",
-          "[otlp-receiver]") {
+TEST_CASE(
+    "gateway traces: a pass-through exchange is a client span whose traceparent the downstream receives",
+    "[otlp-receiver]") {
   otlp_receiver receiver(RECEIVER_DIR);
   mock_downstream mock({"--record-headers", "tracestate"});
-  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " + mock.url() +
-                     "\n" + R"(routes:
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " +
+                     mock.url() + "\n" + R"(routes:
   - path_prefix: /shop/
     proxy:
       downstream: shop
@@ -305,10 +308,10 @@ TEST_CASE("gateway traces: a pass-through exchange is a client span whose tracep
   const auto stats = mock.stats();
   const std::string post_trace = "8bf92f3577b34da6a3ce929d0e0e4736";
   const std::string body = R"({"q":1})";
-  const auto posted = client.request("POST", "/shop/coupon?sku=78",
-                                     {{"traceparent", "00-" + post_trace + "-00f067aa0ba902b7-01"},
-                                      {"Content-Type", "application/json"}},
-                                     body);
+  const auto posted = client.request(
+      "POST", "/shop/coupon?sku=78",
+      {{"traceparent", "00-" + post_trace + "-00f067aa0ba902b7-01"}, {"Content-Type", "application/json"}},
+      body);
   REQUIRE(posted.status == 200);
 
   for (const auto& [trace, response, bytes_up] :

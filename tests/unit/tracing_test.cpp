@@ -2,9 +2,9 @@
 // downstream/call_trace.hpp). The export over HTTP and its encoding against the official OTLP definitions
 // are in tests/tracing/, the spans of the running gateway in tests/tracing/gateway_trace_test.cpp.
 
+#include "gateway/observe/tracing.hpp"
 #include "gateway/downstream/call_trace.hpp"
 #include "gateway/observe/trace_queue.hpp"
-#include "gateway/observe/tracing.hpp"
 
 #include <catch2/catch.hpp>
 
