@@ -293,14 +293,27 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.metrics = &metrics_.worker(worker);
     fr.series = &series_;
 
-    // Traced: a span per call, and under it one per attempt, whose id its downstream receives.
+    // Traced and sampled at the head: a span per call, and under it one per attempt, whose id its
+    // downstream receives. Traced but not sampled (yet): the calls send the server span's id, flagged not
+    // sampled, and nothing more is recorded unless a call fails (the tail rule keeps the request): then a
+    // span per call is made from its result, without spans of its attempts. So the requests a low
+    // sample_ratio leaves out cost a traceparent, not a dozen spans with their attributes.
     std::vector<call_trace> traces;
+    traceparent_text unsampled;
+    clock::time_point fanout_start{};
+    std::uint64_t fanout_start_ns = 0;
     if (request.trace != nullptr) {
-      const auto now = clock::now();
-      const auto now_ns = unix_nanos_now();
-      traces.reserve(route.calls.size());
-      for (const auto& call : route.calls) traces.emplace_back(*request.trace, call, now, now_ns);
-      fr.call_traces = traces.data();
+      fanout_start = clock::now();
+      fanout_start_ns = unix_nanos_now();
+      if (request.trace->sampled) {
+        traces.reserve(route.calls.size());
+        for (const auto& call : route.calls)
+          traces.emplace_back(*request.trace, call, fanout_start, fanout_start_ns);
+        fr.call_traces = traces.data();
+      } else {
+        unsampled = request.trace->outgoing(request.trace->server);
+        fr.traceparent = unsampled.view();
+      }
     }
 
     fanout calls(yield.get_executor());
@@ -308,7 +321,13 @@ outbound_response request_handler::route_request(const inbound_request& request,
     if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
     auto results = calls.run(fr, yield);
     control.detach();
-    if (request.trace != nullptr) trace_calls(traces, config_, route, targets_[found.index], results);
+    if (request.trace != nullptr && !request.trace->sampled &&
+        std::any_of(results.begin(), results.end(), [](const call_result& r) { return !r.ok(); })) {
+      traces.reserve(route.calls.size());
+      for (const auto& call : route.calls)
+        traces.emplace_back(*request.trace, call, fanout_start, fanout_start_ns);
+    }
+    if (!traces.empty()) trace_calls(traces, config_, route, targets_[found.index], results);
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!results[i].ok() && results[i].outcome != call_outcome::cancelled)
         log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);

@@ -133,6 +133,8 @@ class session_counted {
 void end_trace(trace_record& trace, const outbound_response& r, std::string_view method,
                const config_generation& generation, tracer& to) {
   namespace attr = span_attributes;
+  const bool degraded_or_failed = !r.degraded.empty() || r.status >= 500;
+  if (!tracer::keep(trace, degraded_or_failed)) return;  // nothing to build: it would be discarded
   auto& s = trace.server;
   const std::string_view route =
       r.route >= 0 ? std::string_view(generation.config->routes[static_cast<std::size_t>(r.route)].path) : "";
@@ -144,7 +146,7 @@ void end_trace(trace_record& trace, const outbound_response& r, std::string_view
   s.set(attr::http_response_status_code, r.status);
   s.set(attr::degraded, !r.degraded.empty());
   if (r.status >= 500) s.fail("status " + std::to_string(r.status));
-  to.submit(std::move(trace), !r.degraded.empty() || r.status >= 500);
+  to.submit(std::move(trace), degraded_or_failed);
 }
 
 // The handshake of a TLS connection, within header_timeout of the accept, like a plain connection's
