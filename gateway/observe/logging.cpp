@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 
@@ -69,63 +70,140 @@ std::string_view call_name(const access_entry& e, std::size_t i) {
   return e.calls_of->calls[i].name;
 }
 
+// Writes one line through a pointer into a buffer of this thread's with room for the longest line the
+// entry can give (each text byte escaped as \u00XX at worst), then appends it to `out` at once: one copy
+// instead of a capacity check per piece, and no clearing of the room first.
+class line_writer {
+ public:
+  line_writer(std::string& out, std::size_t bound) : out_(out) {
+    thread_local std::unique_ptr<char[]> buffer;
+    thread_local std::size_t size = 0;
+    if (bound > size) {
+      size = std::max<std::size_t>(bound, 16 * 1024);
+      buffer = std::make_unique_for_overwrite<char[]>(size);
+    }
+    start_ = at_ = buffer.get();
+  }
+  ~line_writer() { out_.append(start_, static_cast<std::size_t>(at_ - start_)); }
+  line_writer(const line_writer&) = delete;
+  line_writer& operator=(const line_writer&) = delete;
+
+  void raw(std::string_view text) {
+    std::memcpy(at_, text.data(), text.size());
+    at_ += text.size();
+  }
+  void ch(char c) { *at_++ = c; }
+  void number(std::uint64_t value) { at_ = std::to_chars(at_, at_ + 20, value).ptr; }
+  // Milliseconds with three decimals ("151.027").
+  void millis(double ms) {
+    if (!(ms >= 0) || ms > 1e12) ms = 0;
+    const auto micros = static_cast<std::uint64_t>(ms * 1000.0 + 0.5);
+    number(micros / 1000);
+    const auto frac = static_cast<unsigned>(micros % 1000);
+    at_[0] = '.';
+    at_[1] = static_cast<char>('0' + frac / 100);
+    at_[2] = static_cast<char>('0' + frac / 10 % 10);
+    at_[3] = static_cast<char>('0' + frac % 10);
+    at_ += 4;
+  }
+  // A JSON string: the text as it is when nothing needs escaping, else as append_json_string escapes it.
+  void json(std::string_view text) {
+    *at_++ = '"';
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        --at_;  // the opening quote: append_json_string writes its own
+        thread_local std::string escaped;
+        escaped.clear();
+        append_json_string(escaped, text);
+        return raw(escaped);
+      }
+      at_[i] = static_cast<char>(c);
+    }
+    at_ += text.size();
+    *at_++ = '"';
+  }
+
+ private:
+  std::string& out_;
+  char* start_;
+  char* at_;
+};
+
+// Room for any text of `size` bytes as a JSON string: quotes, and each byte at most 6 (\u00XX, or
+// U+FFFD for a byte of invalid UTF-8).
+constexpr std::size_t json_room(std::size_t size) {
+  return 2 + 6 * size;
+}
+
 void append_json_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {
-  out += "{\"time\":\"";
-  append_time(out, e.time, stamps);
-  out += "\",\"request_id\":";
-  append_json_string(out, e.request_id);
-  out += ",\"method\":";
-  append_json_string(out, e.method);
-  out += ",\"route\":";
-  append_json_string(out, e.route);
-  out += ",\"path\":";
   thread_local std::string path;  // kept per thread: no allocation per line
   path.clear();
   append_redacted_target(path, e.target);
-  append_json_string(out, path);
-  out += ",\"status\":";
-  append_number(out, e.status);
-  out += ",\"duration_ms\":";
-  append_millis(out, e.duration_ms);
-  out += ",\"degraded\":[";
+  const auto user_agent = e.user_agent.substr(0, max_user_agent);
+  std::size_t room = 256 + 40 * 6 + json_room(e.request_id.size()) + json_room(e.method.size()) +
+                     json_room(e.route.size()) + json_room(path.size()) + json_room(e.degraded.size()) +
+                     json_room(e.client.size()) + json_room(e.proxy.size()) + json_room(user_agent.size()) +
+                     json_room(e.trace_id.size());
+  for (std::size_t i = 0; i < e.calls.size(); ++i) room += 96 + json_room(call_name(e, i).size());
+  thread_local std::string time;
+  time.clear();
+  append_time(time, e.time, stamps);
+
+  line_writer w(out, room + time.size());  // its destructor appends the line to `out`
+  w.raw("{\"time\":\"");
+  w.raw(time);
+  w.raw("\",\"request_id\":");
+  w.json(e.request_id);
+  w.raw(",\"method\":");
+  w.json(e.method);
+  w.raw(",\"route\":");
+  w.json(e.route);
+  w.raw(",\"path\":");
+  w.json(path);
+  w.raw(",\"status\":");
+  w.number(e.status);
+  w.raw(",\"duration_ms\":");
+  w.millis(e.duration_ms);
+  w.raw(",\"degraded\":[");
   bool first = true;
   for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
-    if (!first) out += ',';
+    if (!first) w.ch(',');
     first = false;
-    append_json_string(out, name);
+    w.json(name);
   });
-  out += "],\"bytes\":";
-  append_number(out, e.bytes);
-  out += ",\"client\":";
-  append_json_string(out, e.client);
+  w.raw("],\"bytes\":");
+  w.number(e.bytes);
+  w.raw(",\"client\":");
+  w.json(e.client);
   if (!e.proxy.empty()) {
-    out += ",\"proxy\":";
-    append_json_string(out, e.proxy);
+    w.raw(",\"proxy\":");
+    w.json(e.proxy);
   }
-  out += ",\"user_agent\":";
-  append_json_string(out, e.user_agent.substr(0, max_user_agent));
+  w.raw(",\"user_agent\":");
+  w.json(user_agent);
   if (!e.trace_id.empty()) {
-    out += ",\"trace_id\":";
-    append_json_string(out, e.trace_id);
+    w.raw(",\"trace_id\":");
+    w.json(e.trace_id);
   }
   if (!e.calls.empty()) {
-    out += ",\"calls\":[";
+    w.raw(",\"calls\":[");
     for (std::size_t i = 0; i < e.calls.size(); ++i) {
       const auto& c = e.calls[i];
-      if (i != 0) out += ',';
-      out += "{\"name\":";
-      append_json_string(out, call_name(e, i));
-      out += ",\"outcome\":\"";
-      out += outcome_label(c.outcome);
-      out += "\",\"status\":";
-      append_number(out, c.status);
-      out += ",\"ms\":";
-      append_millis(out, static_cast<double>(c.latency_us) / 1000.0);
-      out += '}';
+      if (i != 0) w.ch(',');
+      w.raw("{\"name\":");
+      w.json(call_name(e, i));
+      w.raw(",\"outcome\":\"");
+      w.raw(outcome_label(c.outcome));  // at most 12 characters
+      w.raw("\",\"status\":");
+      w.number(c.status);
+      w.raw(",\"ms\":");
+      w.millis(static_cast<double>(c.latency_us) / 1000.0);
+      w.ch('}');
     }
-    out += ']';
+    w.ch(']');
   }
-  out += '}';
+  w.ch('}');
 }
 
 void append_text_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {

@@ -6,10 +6,12 @@
 namespace gateway {
 
 bool secret_query_name(std::string_view name) {
-  std::string decoded;
-  if (!percent_decode(name, decoded, true)) decoded.assign(name);
-  return credential_name(decoded) || iequals(decoded, "sig") || iequals(decoded, "code") ||
-         decoded.find("ignature") != std::string::npos;  // Signature, signature, X-Goog-Signature
+  std::string decoded;  // only for a name with escapes (rare): others are judged as they are
+  if (name.find_first_of("%+") != std::string_view::npos) {
+    if (percent_decode(name, decoded, true)) name = decoded;
+  }
+  return credential_name(name) || iequals(name, "sig") || iequals(name, "code") ||
+         name.find("ignature") != std::string_view::npos;  // Signature, signature, X-Goog-Signature
 }
 
 void append_redacted_target(std::string& out, std::string_view target, std::size_t max_bytes) {

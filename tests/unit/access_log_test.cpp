@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 #include <thread>
@@ -183,4 +184,42 @@ TEST_CASE("access log: an output nobody reads costs dropped lines and the writer
   ::close(fds[0]);
   CHECK(dropped > 0);
   CHECK(took < std::chrono::seconds(3));
+}
+
+TEST_CASE("access line: the longest escapes fit and the line stays one JSON object", "[access_log]") {
+  // Every text field made of bytes that escape to the most (\u00XX; invalid UTF-8 to U+FFFD).
+  std::string nasty;
+  for (int i = 0; i < 600; ++i) nasty += static_cast<char>(i % 3 == 0 ? 0x01 : i % 3 == 1 ? '"' : 0xff);
+  route_settings route;
+  route.calls.resize(40);
+  for (auto& call : route.calls) call.name = nasty.substr(0, 64);
+  std::vector<call_brief> calls(route.calls.size(), call_brief{0, 999, 0xffffffffu});
+  access_entry e;
+  e.request_id = nasty;
+  e.method = nasty;
+  e.route = nasty;
+  e.target = "/" + nasty;
+  e.degraded = "a,\x01\x01,\"";
+  e.client = nasty;
+  e.proxy = nasty;
+  e.user_agent = nasty;
+  e.trace_id = nasty;
+  e.status = 999;
+  e.duration_ms = 9.99e11;
+  e.bytes = ~std::size_t{0};
+  e.calls = calls;
+  e.calls_of = &route;
+  std::string out = "prefix ";
+  time_stamp_cache stamps;
+  append_access_line(out, e, log_format::json, stamps);
+  REQUIRE(out.rfind("prefix ", 0) == 0);
+  const auto line = out.substr(7);
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK(line.back() == '}');
+  // Parsed by an independent JSON reader, with every field where it belongs.
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  REQUIRE(j.is_object());
+  CHECK(j["calls"].size() == 40);
+  CHECK(j["bytes"] == ~std::uint64_t{0});
+  CHECK(j["degraded"].size() == 3);
 }
