@@ -198,7 +198,8 @@ TEST_CASE("access line: the longest escapes fit and the line stays one JSON obje
   e.request_id = nasty;
   e.method = nasty;
   e.route = nasty;
-  e.target = "/" + nasty;
+  const std::string target = "/" + nasty;
+  e.target = target;
   e.degraded = "a,\x01\x01,\"";
   e.client = nasty;
   e.proxy = nasty;
