@@ -29,7 +29,7 @@ port_of() {
   local file=$1 what=$2 pid=$3
   for _ in $(seq 1 200); do
     local port
-    port=$(sed -n "s/^$what listening on .*:\([0-9][0-9]*\)\$/\1/p" "$file" | head -n 1)
+    port=$(sed -nE "s/.*$what listening on [^ \"]*:([0-9]+)(\"|\$).*/\1/p" "$file" | head -n 1)
     [ -n "$port" ] && { echo "$port"; return 0; }
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.05
