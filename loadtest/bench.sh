@@ -533,14 +533,39 @@ scenario_floor() {
   stop_servers floor
 }
 
+# Runs of one load in a few states, alternated (this machine drifts by more than the differences such
+# scenarios measure): after each run's `measure`, `tally STATE` adds its gateway CPU per request and its
+# gateway-to-mock CPU ratio (which cancels most of the drift); `tally_versus` compares two states' means.
+declare -A tally_cpu=() tally_rel=() tally_runs=() tally_count=()
+tally() {
+  tally_cpu[$1]=$(calc %.4f "${tally_cpu[$1]:-0} + $last_gw_cpu")
+  tally_rel[$1]=$(calc %.6f "${tally_rel[$1]:-0} + $last_gw_cpu / $last_mock_req")
+  tally_runs[$1]+="$last_gw_cpu "
+  tally_count[$1]=$((${tally_count[$1]:-0} + 1))
+}
+# tally_versus SCENARIO BASE STATE WHAT [LIMIT]: a note on STATE (WHAT) against BASE, both means; with
+# LIMIT, the two targets: STATE's CPU and ratio at most LIMIT % of BASE's.
+tally_versus() {
+  local scenario=$1 base=$2 state=$3 what=$4 limit=${5:-} cpu_base cpu rel_base rel
+  cpu_base=$(calc %.1f "${tally_cpu[$base]} / ${tally_count[$base]}")
+  cpu=$(calc %.1f "${tally_cpu[$state]} / ${tally_count[$state]}")
+  rel_base=$(calc %.3f "${tally_rel[$base]} / ${tally_count[$base]}")
+  rel=$(calc %.3f "${tally_rel[$state]} / ${tally_count[$state]}")
+  notes+=("- $scenario: gateway CPU per request $what ${tally_runs[$state]}µs (mean $cpu) against $base ${tally_runs[$base]}µs (mean $cpu_base): $(calc %+.1f "($cpu - $cpu_base) * 100 / $cpu_base")%; gateway-to-mock CPU $rel against $rel_base: $(calc %+.1f "($rel - $rel_base) * 100 / $rel_base")%")
+  [ -n "$limit" ] || return 0
+  check_target "$scenario: gateway CPU per request $what, % of $base (<= $limit)" \
+    "$(calc %.1f "$cpu * 100 / $cpu_base")" "<=" "$limit"
+  check_target "$scenario: gateway-to-mock CPU $what, % of $base (<= $limit)" \
+    "$(calc %.1f "$rel * 100 / $rel_base")" "<=" "$limit"
+}
+
 # trace: a100's load with tracing off, at 1% and at 100% sampling (wrk sends no traceparent, so
 # sample_ratio decides), exporting to the mock's /__sink, which reads each export whole and answers 200
-# like a collector; two rounds of the three, each run with a fresh mock and gateway, averaged (this
-# machine drifts by more than the differences measured). What a server span per request and a client
-# span per call cost the gateway in CPU, and whether the export keeps up (spans exported and dropped).
+# like a collector; two rounds of the three, each run with a fresh mock and gateway (see tally). What a
+# server span per request and a client span per call cost the gateway in CPU, and whether the export
+# keeps up (spans exported and dropped).
 scenario_trace() {
   local conns=100 secs=20 round ratio name exported dropped
-  local -A sum=() runs=() rel=()
   [ $quick -eq 0 ] || { conns=20; secs=3; }
   for round in 1 2; do
     for ratio in off 0.01 1; do
@@ -555,9 +580,7 @@ scenario_trace() {
       start_gateway "$name" "$work/$name.yaml"
       measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
         "$name: a100 with tracing $ratio (round $round); latency by percentile"
-      sum[$ratio]=$(calc %.1f "${sum[$ratio]:-0} + $last_gw_cpu")
-      rel[$ratio]=$(calc %.4f "${rel[$ratio]:-0} + $last_gw_cpu / $last_mock_req")
-      runs[$ratio]+="$last_gw_cpu "
+      tally "tracing-$ratio"
       if [ "$ratio" != off ]; then
         sleep 0.5  # the last batch
         exported=$(metric gateway_trace_spans_exported_total)
@@ -567,28 +590,15 @@ scenario_trace() {
       stop_servers "$name"
     done
   done
-  local off one all
-  off=$(calc %.1f "${sum[off]} / 2")
-  one=$(calc %.1f "${sum[0.01]} / 2")
-  all=$(calc %.1f "${sum[1]} / 2")
-  local rel_off rel_one rel_all
-  rel_off=$(calc %.3f "${rel[off]} / 2")
-  rel_one=$(calc %.3f "${rel[0.01]} / 2")
-  rel_all=$(calc %.3f "${rel[1]} / 2")
-  notes+=("- trace: gateway CPU per request with tracing off ${runs[off]}µs (mean $off), at 1% ${runs[0.01]}µs (mean $one, $(calc %+.1f "($one - $off) * 100 / $off")%), at 100% ${runs[1]}µs (mean $all, $(calc %+.1f "($all - $off) * 100 / $off")%); gateway-to-mock CPU off $rel_off, 1% $rel_one ($(calc %+.1f "($rel_one - $rel_off) * 100 / $rel_off")%), 100% $rel_all ($(calc %+.1f "($rel_all - $rel_off) * 100 / $rel_off")%)")
-  check_target "trace: gateway CPU per request at 1% sampling, % of off (<= 103)" \
-    "$(calc %.1f "$one * 100 / $off")" "<=" 103
-  check_target "trace: gateway-to-mock CPU at 1% sampling, % of off (<= 103)" \
-    "$(calc %.1f "$rel_one * 100 / $rel_off")" "<=" 103
+  tally_versus trace tracing-off tracing-0.01 "at 1% sampling" 103
+  tally_versus trace tracing-off tracing-1 "at 100% sampling"
 }
 
 # accesslog: a100's load with the access log off and on (JSON, the gateway's stdout to a file, as in a
-# container whose runtime collects it), alternated off, on, off, on, each with a fresh mock and gateway:
-# what a line per request costs in gateway CPU. The pairs are averaged because this machine's figures
-# drift by more than the difference measured.
+# container whose runtime collects it), alternated off, on, off, on, each with a fresh mock and gateway
+# (see tally): what a line per request costs in gateway CPU.
 scenario_accesslog() {
   local conns=100 secs=20 round state name lines
-  local -A sum=() runs=() ratio=()
   [ $quick -eq 0 ] || { conns=20; secs=3; }
   for round in 1 2; do
     for state in off on; do
@@ -599,9 +609,7 @@ scenario_accesslog() {
       start_gateway "$name" "$work/$name.yaml"
       measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
         "$name: a100 with the access log $state (round $round); latency by percentile"
-      sum[$state]=$(calc %.1f "${sum[$state]:-0} + $last_gw_cpu")
-      ratio[$state]=$(calc %.4f "${ratio[$state]:-0} + $last_gw_cpu / $last_mock_req")
-      runs[$state]+="$last_gw_cpu "
+      tally "access-log-$state"
       stop_servers "$name"
       if [ "$state" = on ]; then
         lines=$(grep -c '"request_id"' "$work/$name.gateway.out" || true)
@@ -609,17 +617,7 @@ scenario_accesslog() {
       fi
     done
   done
-  local off on
-  off=$(calc %.1f "${sum[off]} / 2")
-  on=$(calc %.1f "${sum[on]} / 2")
-  local off_ratio on_ratio
-  off_ratio=$(calc %.3f "${ratio[off]} / 2")
-  on_ratio=$(calc %.3f "${ratio[on]} / 2")
-  notes+=("- accesslog: gateway CPU per request with the access log off ${runs[off]}µs (mean $off), on ${runs[on]}µs (mean $on): $(calc %+.1f "($on - $off) * 100 / $off")%; gateway-to-mock CPU per request (which cancels most of the machine's drift) off $off_ratio, on $on_ratio: $(calc %+.1f "($on_ratio - $off_ratio) * 100 / $off_ratio")%")
-  check_target "accesslog: gateway CPU per request with the access log on, % of off (<= 105)" \
-    "$(calc %.1f "$on * 100 / $off")" "<=" 105
-  check_target "accesslog: gateway-to-mock CPU with the access log on, % of off (<= 105)" \
-    "$(calc %.1f "$on_ratio * 100 / $off_ratio")" "<=" 105
+  tally_versus accesslog access-log-off access-log-on "with the access log on" 105
 }
 
 scenario_a1000() {

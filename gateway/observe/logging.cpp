@@ -30,49 +30,14 @@ constexpr auto write_patience = std::chrono::milliseconds(100);  // per write, w
 constexpr auto stuck_pause = std::chrono::seconds(1);            // after a stuck write, drop without waiting
 constexpr std::size_t max_user_agent = 256;                      // bytes of User-Agent logged
 
-void append_time(std::string& out, std::chrono::system_clock::time_point t, time_stamp_cache& stamps) {
-  const auto since = t.time_since_epoch();
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - seconds).count();
-  if (seconds.count() != stamps.second) {
-    const std::time_t tt = static_cast<std::time_t>(seconds.count());
-    std::tm tm{};
-    ::gmtime_r(&tt, &tm);
-    std::strftime(stamps.text, sizeof stamps.text, "%Y-%m-%dT%H:%M:%S", &tm);
-    stamps.second = seconds.count();
-  }
-  out += stamps.text;
-  const int ms = static_cast<int>(millis);
-  const char tail[] = {'.', static_cast<char>('0' + ms / 100), static_cast<char>('0' + ms / 10 % 10),
-                       static_cast<char>('0' + ms % 10), 'Z'};
-  out.append(tail, sizeof tail);
-}
-
-void append_number(std::string& out, std::uint64_t value) {
-  char digits[24];
-  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  out.append(digits, end);
-}
-
-// Milliseconds with three decimals ("151.027").
-void append_millis(std::string& out, double ms) {
-  if (!(ms >= 0) || ms > 1e12) ms = 0;
-  const auto micros = static_cast<std::uint64_t>(ms * 1000.0 + 0.5);
-  append_number(out, micros / 1000);
-  const auto frac = static_cast<unsigned>(micros % 1000);
-  const char tail[] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
-                       static_cast<char>('0' + frac % 10)};
-  out.append(tail, sizeof tail);
-}
-
 std::string_view call_name(const access_entry& e, std::size_t i) {
   if (e.calls_of == nullptr || i >= e.calls_of->calls.size()) return "?";
   return e.calls_of->calls[i].name;
 }
 
 // Writes one line through a pointer into a buffer of this thread's with room for the longest line the
-// entry can give (each text byte escaped as \u00XX at worst), then appends it to `out` at once: one copy
-// instead of a capacity check per piece, and no clearing of the room first.
+// entry can give (line_room), then appends it to `out` at once: one copy instead of a capacity check per
+// piece, and no clearing of the room first.
 class line_writer {
  public:
   line_writer(std::string& out, std::size_t bound) : out_(out) {
@@ -94,17 +59,41 @@ class line_writer {
   }
   void ch(char c) { *at_++ = c; }
   void number(std::uint64_t value) { at_ = std::to_chars(at_, at_ + 20, value).ptr; }
-  // Milliseconds with three decimals ("151.027").
-  void millis(double ms) {
-    if (!(ms >= 0) || ms > 1e12) ms = 0;
-    const auto micros = static_cast<std::uint64_t>(ms * 1000.0 + 0.5);
-    number(micros / 1000);
-    const auto frac = static_cast<unsigned>(micros % 1000);
+  // Three decimal digits after a point: the thousandths of `value` ("151.027" for 151027).
+  void thousandths(std::uint64_t value) {
+    number(value / 1000);
+    const auto frac = static_cast<unsigned>(value % 1000);
     at_[0] = '.';
     at_[1] = static_cast<char>('0' + frac / 100);
     at_[2] = static_cast<char>('0' + frac / 10 % 10);
     at_[3] = static_cast<char>('0' + frac % 10);
     at_ += 4;
+  }
+  // Milliseconds with three decimals ("151.027").
+  void millis(double ms) {
+    if (!(ms >= 0) || ms > 1e12) ms = 0;
+    thousandths(static_cast<std::uint64_t>(ms * 1000.0 + 0.5));
+  }
+  // UTC, to the millisecond: "2026-12-02T02:10:31.204Z" (the seconds formatted once per second).
+  void time(std::chrono::system_clock::time_point t, time_stamp_cache& stamps) {
+    const auto since = t.time_since_epoch();
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
+    const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - seconds).count();
+    if (seconds.count() != stamps.second) {
+      const std::time_t tt = static_cast<std::time_t>(seconds.count());
+      std::tm tm{};
+      ::gmtime_r(&tt, &tm);
+      std::strftime(stamps.text, sizeof stamps.text, "%Y-%m-%dT%H:%M:%S", &tm);
+      stamps.second = seconds.count();
+    }
+    raw(stamps.text);
+    const auto ms = static_cast<int>(millis);
+    at_[0] = '.';
+    at_[1] = static_cast<char>('0' + ms / 100);
+    at_[2] = static_cast<char>('0' + ms / 10 % 10);
+    at_[3] = static_cast<char>('0' + ms % 10);
+    at_[4] = 'Z';
+    at_ += 5;
   }
   // A JSON string: the text as it is when nothing needs escaping, else as append_json_string escapes it.
   void json(std::string_view text) {
@@ -136,23 +125,21 @@ constexpr std::size_t json_room(std::size_t size) {
   return 2 + 6 * size;
 }
 
-void append_json_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {
-  thread_local std::string path;  // kept per thread: no allocation per line
-  path.clear();
-  append_redacted_target(path, e.target);
-  const auto user_agent = e.user_agent.substr(0, max_user_agent);
-  std::size_t room = 256 + 40 * 6 + json_room(e.request_id.size()) + json_room(e.method.size()) +
+// The most a line of `e` (its target redacted as `path`) takes in either format: each text as a JSON
+// string at its longest, 512 bytes for the keys, numbers and time, 96 per call beside its name.
+std::size_t line_room(const access_entry& e, std::string_view path, std::string_view user_agent) {
+  std::size_t room = 512 + json_room(e.request_id.size()) + json_room(e.method.size()) +
                      json_room(e.route.size()) + json_room(path.size()) + json_room(e.degraded.size()) +
                      json_room(e.client.size()) + json_room(e.proxy.size()) + json_room(user_agent.size()) +
                      json_room(e.trace_id.size());
   for (std::size_t i = 0; i < e.calls.size(); ++i) room += 96 + json_room(call_name(e, i).size());
-  thread_local std::string time;
-  time.clear();
-  append_time(time, e.time, stamps);
+  return room;
+}
 
-  line_writer w(out, room + time.size());  // its destructor appends the line to `out`
+void append_json_line(line_writer& w, const access_entry& e, std::string_view path,
+                      std::string_view user_agent, time_stamp_cache& stamps) {
   w.raw("{\"time\":\"");
-  w.raw(time);
+  w.time(e.time, stamps);
   w.raw("\",\"request_id\":");
   w.json(e.request_id);
   w.raw(",\"method\":");
@@ -198,7 +185,7 @@ void append_json_line(std::string& out, const access_entry& e, time_stamp_cache&
       w.raw("\",\"status\":");
       w.number(c.status);
       w.raw(",\"ms\":");
-      w.millis(static_cast<double>(c.latency_us) / 1000.0);
+      w.thousandths(c.latency_us);
       w.ch('}');
     }
     w.ch(']');
@@ -206,44 +193,71 @@ void append_json_line(std::string& out, const access_entry& e, time_stamp_cache&
   w.ch('}');
 }
 
-void append_text_line(std::string& out, const access_entry& e, time_stamp_cache& stamps) {
-  append_time(out, e.time, stamps);
-  out.append(" ").append(e.request_id.empty() ? "-" : e.request_id);
-  out.append(" ").append(e.method).append(" ").append(e.route).append(" ");
-  append_number(out, e.status);
-  out += ' ';
-  append_millis(out, e.duration_ms);
-  out.append("ms degraded=").append(e.degraded.empty() ? "-" : degraded_names(e.degraded));
-  out.append(" bytes=");
-  append_number(out, e.bytes);
-  out.append(" client=").append(e.client);
-  if (!e.proxy.empty()) out.append(" proxy=").append(e.proxy);
-  out.append(" path=");
-  append_redacted_target(out, e.target);  // a request target has no spaces nor controls (the parser's)
-  out.append(" ua=");
-  append_json_string(out, e.user_agent.substr(0, max_user_agent));
-  out.append(" trace=").append(e.trace_id.empty() ? "-" : e.trace_id);
+// The same fields on one plain line; the texts a client chose freely (user agent) as a JSON string.
+void append_text_line(line_writer& w, const access_entry& e, std::string_view path,
+                      std::string_view user_agent, time_stamp_cache& stamps) {
+  w.time(e.time, stamps);
+  w.ch(' ');
+  w.raw(e.request_id.empty() ? "-" : e.request_id);
+  w.ch(' ');
+  w.raw(e.method);
+  w.ch(' ');
+  w.raw(e.route);
+  w.ch(' ');
+  w.number(e.status);
+  w.ch(' ');
+  w.millis(e.duration_ms);
+  w.raw("ms degraded=");
+  if (e.degraded.empty()) w.ch('-');
+  bool first = true;
+  for_each_degraded(e.degraded, [&](std::string_view name, std::string_view) {
+    if (!first) w.ch(',');
+    first = false;
+    w.raw(name);
+  });
+  w.raw(" bytes=");
+  w.number(e.bytes);
+  w.raw(" client=");
+  w.raw(e.client);
+  if (!e.proxy.empty()) {
+    w.raw(" proxy=");
+    w.raw(e.proxy);
+  }
+  w.raw(" path=");
+  w.raw(path);  // a request target has no spaces nor controls (the parser's)
+  w.raw(" ua=");
+  w.json(user_agent);
+  w.raw(" trace=");
+  w.raw(e.trace_id.empty() ? "-" : e.trace_id);
   if (!e.calls.empty()) {
-    out.append(" calls=");
+    w.raw(" calls=");
     for (std::size_t i = 0; i < e.calls.size(); ++i) {
       const auto& c = e.calls[i];
-      if (i != 0) out += ',';
-      out.append(call_name(e, i)).append(":").append(outcome_label(c.outcome)).append(":");
-      append_number(out, c.status);
-      out += ':';
-      append_millis(out, static_cast<double>(c.latency_us) / 1000.0);
-      out += "ms";
+      if (i != 0) w.ch(',');
+      w.raw(call_name(e, i));
+      w.ch(':');
+      w.raw(outcome_label(c.outcome));
+      w.ch(':');
+      w.number(c.status);
+      w.ch(':');
+      w.thousandths(c.latency_us);
+      w.raw("ms");
     }
   }
+}
+
+// Whether `fd` is a regular file (asked once per output: what it is does not change).
+bool output_is_file(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // Writes `data` whole to `fd`, waiting at most write_patience for each chance to write; the bytes
 // written (fewer when the fd stayed unwritable or failed). The fd may be blocking (stdout is the
 // process's, shared): a pipe, a terminal or a socket that polls writable takes PIPE_BUF bytes without
-// blocking, but a larger write would wait for the reader, so only a regular file takes it all at once.
-std::size_t write_patiently(int fd, std::string_view data) {
-  struct stat st {};
-  const bool file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+// blocking, but a larger write would wait for the reader, so only a regular file (`file`) takes it all
+// at once.
+std::size_t write_patiently(int fd, std::string_view data, bool file) {
   std::size_t done = 0;
   while (done < data.size()) {
     pollfd p{fd, POLLOUT, 0};
@@ -263,10 +277,15 @@ std::size_t write_patiently(int fd, std::string_view data) {
 
 void append_access_line(std::string& out, const access_entry& e, log_format format,
                         time_stamp_cache& stamps) {
+  thread_local std::string path;  // kept per thread: no allocation per line
+  path.clear();
+  append_redacted_target(path, e.target);
+  const auto user_agent = e.user_agent.substr(0, max_user_agent);
+  line_writer w(out, line_room(e, path, user_agent));  // its destructor appends the line to `out`
   if (format == log_format::json) {
-    append_json_line(out, e, stamps);
+    append_json_line(w, e, path, user_agent, stamps);
   } else {
-    append_text_line(out, e, stamps);
+    append_text_line(w, e, path, user_agent, stamps);
   }
 }
 
@@ -280,18 +299,23 @@ std::string format_access_line(const access_entry& e, log_format format) {
 void print_startup_line(log_format format, std::string_view message) {
   std::string line;
   time_stamp_cache stamps;
-  if (format == log_format::json) {
-    line = "{\"time\":\"";
-    append_time(line, std::chrono::system_clock::now(), stamps);
-    line += "\",\"level\":\"info\",\"message\":";
-    append_json_string(line, message);
-    line += "}\n";
-  } else {
-    line = "[";
-    append_time(line, std::chrono::system_clock::now(), stamps);
-    line.append("] [info] ").append(message).append("\n");
+  {
+    line_writer w(line, 128 + json_room(message.size()));
+    if (format == log_format::json) {
+      w.raw("{\"time\":\"");
+      w.time(std::chrono::system_clock::now(), stamps);
+      w.raw("\",\"level\":\"info\",\"message\":");
+      w.json(message);
+      w.raw("}\n");
+    } else {
+      w.ch('[');
+      w.time(std::chrono::system_clock::now(), stamps);
+      w.raw("] [info] ");
+      w.raw(message);
+      w.ch('\n');
+    }
   }
-  write_patiently(1, line);
+  write_patiently(1, line, output_is_file(1));
 }
 
 // One I/O thread's lines not yet written. `pending` is appended to by that thread and taken whole by the
@@ -305,7 +329,7 @@ struct access_log::lane {
 
 access_log::access_log(log_format format, std::size_t writers, int fd,
                        std::chrono::milliseconds flush_interval)
-    : format_(format), fd_(fd), flush_interval_(flush_interval) {
+    : format_(format), fd_(fd), fd_is_file_(output_is_file(fd)), flush_interval_(flush_interval) {
   for (std::size_t i = 0; i < std::max<std::size_t>(writers, 1); ++i)
     lanes_.push_back(std::make_unique<lane>());
   writer_ = std::thread([this] { run(); });
@@ -371,7 +395,7 @@ void access_log::flush_all(std::vector<std::string>& batches) {
 void access_log::write_batch(const std::string& batch) {
   std::size_t done = 0;
   if (std::chrono::steady_clock::now() >= stuck_until_) {
-    done = write_patiently(fd_, batch);
+    done = write_patiently(fd_, batch, fd_is_file_);
     if (done < batch.size()) stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
   }
   if (done < batch.size()) {
@@ -384,7 +408,7 @@ void access_log::write_batch(const std::string& batch) {
 // long (after a stuck write, lines are dropped for a while without waiting).
 class fd_sink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit fd_sink(int fd) : fd_(fd) {}
+  explicit fd_sink(int fd) : fd_(fd), file_(output_is_file(fd)) {}
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
@@ -392,13 +416,14 @@ class fd_sink final : public spdlog::sinks::base_sink<std::mutex> {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);  // the pattern ends with a newline
     const std::string_view line(formatted.data(), formatted.size());
-    if (write_patiently(fd_, line) < line.size())
+    if (write_patiently(fd_, line, file_) < line.size())
       stuck_until_ = std::chrono::steady_clock::now() + stuck_pause;
   }
   void flush_() override {}
 
  private:
   int fd_;
+  bool file_;
   std::chrono::steady_clock::time_point stuck_until_{};
 };
 

@@ -90,6 +90,7 @@ class access_log {
 
   log_format format_;
   int fd_;
+  bool fd_is_file_;  // a regular file takes a batch in one write(); anything else in PIPE_BUF pieces
   std::chrono::milliseconds flush_interval_;
   std::vector<std::unique_ptr<lane>> lanes_;
   std::atomic<std::uint64_t> dropped_{0};
