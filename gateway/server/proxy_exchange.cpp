@@ -162,6 +162,7 @@ class exchange {
   void fail(proxy_result& result, unsigned status, std::string_view why);
   void gone(proxy_result& result);
   void begin_span(const http::request<http::buffer_body>& req);
+  void open_span();
   void end_span(const proxy_result& result);
 
   Io& io_;
@@ -179,8 +180,13 @@ class exchange {
   std::vector<char> buffer_;  // first half: bytes read; second half: a body piece parsed out of them
   std::string request_id_;
   bool head_sent_ = false;  // the downstream's answer head reached the client
-  // Traced: the exchange's span in trace_->spans, the endpoint used, the downstream's status (0: none
-  // came) and why the exchange failed (empty: it did not).
+  // Traced: the exchange's span id and start, the request (for the span's attributes), the span in
+  // trace_->spans once made (span_open_), the endpoint used, the downstream's status (0: none came) and
+  // why the exchange failed (empty: it did not).
+  span_id span_id_{};
+  std::uint64_t span_start_ns_ = 0;
+  const http::request<http::buffer_body>* req_ = nullptr;
+  bool span_open_ = false;
   std::size_t span_ = 0;
   boost::asio::ip::tcp::endpoint peer_;
   unsigned answered_status_ = 0;
@@ -212,21 +218,38 @@ void exchange<Io>::fail(proxy_result& result, unsigned status, std::string_view 
   result.keep_alive = false;  // the request's body may be partly unread, or the client's side unknown
 }
 
-// The exchange's client span starts (before its traceparent goes into the request's head).
+// The exchange's client span starts (before its traceparent goes into the request's head). As for an
+// aggregate call, a request not sampled at the head records nothing yet: its span id (sent in the
+// traceparent) and start are kept, and the span is made at the end only when the tail rule will keep the
+// request (end_span).
 template <class Io>
 void exchange<Io>::begin_span(const http::request<http::buffer_body>& req) {
+  req_ = &req;
+  span_id_ = new_span_id();
+  span_start_ns_ = unix_nanos_now();
+  if (trace_->sampled) open_span();
+}
+
+template <class Io>
+void exchange<Io>::open_span() {
   namespace attr = span_attributes;
   span_ = trace_->spans.size();
-  auto& s = trace_->add_client(std::string(view(req.method_string())), unix_nanos_now());
-  s.set(attr::http_request_method, view(req.method_string()));
+  auto& s = trace_->add_client(std::string(view(req_->method_string())), span_start_ns_);
+  s.id = span_id_;
+  s.set(attr::http_request_method, view(req_->method_string()));
   s.set(attr::url_full, attr::full_url((to_.tls.enabled ? "https://" : "http://") + host_field_value(to_),
-                                       forwarded_target(route_, to_, view(req.target()))));
+                                       forwarded_target(route_, to_, view(req_->target()))));
+  span_open_ = true;
 }
 
 template <class Io>
 void exchange<Io>::end_span(const proxy_result& result) {
   namespace attr = span_attributes;
   if (trace_ == nullptr) return;
+  if (!span_open_) {
+    if (result.status < 500) return;  // not sampled and not failed: the record will be discarded
+    open_span();
+  }
   auto& s = trace_->spans[span_];
   s.end_ns = unix_nanos_now();
   if (peer_.port() != 0) {
@@ -277,7 +300,8 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
   head += forwarded;
   head.append("\r\nX-Request-Id: ").append(request_id_);
   if (trace_ != nullptr) {
-    head.append("\r\ntraceparent: ").append(trace_->outgoing(trace_->spans[span_]).view());
+    head.append("\r\ntraceparent: ")
+        .append(format_traceparent(trace_->trace, span_id_, trace_->sampled).view());
     if (!trace_->tracestate.empty()) head.append("\r\ntracestate: ").append(trace_->tracestate);
   }
   if (chunked) {

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -379,4 +380,56 @@ TEST_CASE("gateway traces: an unreachable collector costs nothing but dropped sp
   CHECK(page.find("gateway_trace_spans_exported_total 0") != std::string::npos);
   CHECK(page.find("gateway_trace_spans_dropped_total 0") == std::string::npos);
   CHECK(gw.running());
+}
+
+TEST_CASE(
+    "gateway traces: a pass-through exchange not sampled is exported only when it failed with the span id "
+    "its downstream received",
+    "[otlp-receiver]") {
+  otlp_receiver receiver(RECEIVER_DIR);
+  mock_downstream mock;
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " +
+                     mock.url() + "\n" + R"(routes:
+  - path_prefix: /shop/
+    proxy:
+      downstream: shop
+      rewrite: /
+)" + tracing_section(receiver, "0"));
+
+  http_connection client(gw.port());
+  // Healthy and not sampled: the downstream still gets the trace (flag 00), nothing is exported.
+  const std::string healthy_trace = "9bf92f3577b34da6a3ce929d0e0e4736";
+  REQUIRE(client
+              .request("GET", "/shop/coupon?sku=1",
+                       {{"traceparent", "00-" + healthy_trace + "-00f067aa0ba902b7-00"}})
+              .status == 200);
+  const auto healthy_sent = last_traceparent(mock.stats(), "coupon");
+  CHECK(std::regex_match(healthy_sent, std::regex("00-" + healthy_trace + "-[0-9a-f]{16}-00")));
+  // Failed (the downstream's 500) and not sampled: kept by the tail rule, with the exchange's span whose id
+  // the downstream received.
+  mock.set_mode("coupon", "fail");
+  const std::string failed_trace = "abf92f3577b34da6a3ce929d0e0e4736";
+  REQUIRE(client
+              .request("GET", "/shop/coupon?sku=2",
+                       {{"traceparent", "00-" + failed_trace + "-00f067aa0ba902b7-00"}})
+              .status == 500);
+  const auto failed_sent = last_traceparent(mock.stats(), "coupon");
+
+  const auto spans = wait_for_spans(receiver, failed_trace, 2);
+  INFO(receiver.errors());
+  REQUIRE(spans.size() == 2);
+  const auto servers = of_kind(spans, server_span);
+  const auto clients = of_kind(spans, client_span);
+  REQUIRE(servers.size() == 1);
+  REQUIRE(clients.size() == 1);
+  const auto& exchange = *clients.front();
+  CHECK(exchange.at("parentSpanId") == servers.front()->at("spanId"));
+  CHECK(failed_sent == "00-" + failed_trace + "-" + exchange.at("spanId").get<std::string>() + "-00");
+  CHECK(status_of(exchange) == 2);
+  const auto a = attributes_of(exchange);
+  CHECK(a.at("http.response.status_code") == "500");
+  CHECK(a.at("url.full") == mock.url() + "/coupon?sku=2");
+  CHECK(start_of(exchange) >= start_of(*servers.front()));
+  std::this_thread::sleep_for(300ms);  // a batch with the healthy request would have come by now
+  CHECK(spans_by_trace(receiver).count(healthy_trace) == 0);
 }
