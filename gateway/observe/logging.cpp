@@ -296,28 +296,6 @@ std::string format_access_line(const access_entry& e, log_format format) {
   return line;
 }
 
-void print_startup_line(log_format format, std::string_view message) {
-  std::string line;
-  time_stamp_cache stamps;
-  {
-    line_writer w(line, 128 + json_room(message.size()));
-    if (format == log_format::json) {
-      w.raw("{\"time\":\"");
-      w.time(std::chrono::system_clock::now(), stamps);
-      w.raw("\",\"level\":\"info\",\"message\":");
-      w.json(message);
-      w.raw("}\n");
-    } else {
-      w.ch('[');
-      w.time(std::chrono::system_clock::now(), stamps);
-      w.raw("] [info] ");
-      w.raw(message);
-      w.ch('\n');
-    }
-  }
-  write_patiently(1, line, output_is_file(1));
-}
-
 // One I/O thread's lines not yet written. `pending` is appended to by that thread and taken whole by the
 // writer thread, both under `mutex`.
 struct access_log::lane {
@@ -442,12 +420,10 @@ class json_message final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
-void setup_diagnostic_log(log_format format, const std::string& level) {
-  auto target = std::make_shared<fd_sink>(2);
-  auto pool = std::make_shared<spdlog::details::thread_pool>(8192, 1);
-  spdlog::details::registry::instance().set_tp(pool);  // keeps the pool alive with the registry
-  auto logger = std::make_shared<spdlog::async_logger>("gateway", target, pool,
-                                                       spdlog::async_overflow_policy::overrun_oldest);
+namespace {
+
+// The diagnostic log's line format: JSON ({"time","level","message"}) or text ("[time] [level] message").
+std::unique_ptr<spdlog::formatter> diagnostic_formatter(log_format format) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
   if (format == log_format::json) {
     formatter->add_flag<json_message>('*').set_pattern(
@@ -455,9 +431,28 @@ void setup_diagnostic_log(log_format format, const std::string& level) {
   } else {
     formatter->set_pattern("[%Y-%m-%dT%H:%M:%S.%eZ] [%l] %v");
   }
-  logger->set_formatter(std::move(formatter));
+  return formatter;
+}
+
+}  // namespace
+
+void setup_diagnostic_log(log_format format, const std::string& level) {
+  auto target = std::make_shared<fd_sink>(2);
+  auto pool = std::make_shared<spdlog::details::thread_pool>(8192, 1);
+  spdlog::details::registry::instance().set_tp(pool);  // keeps the pool alive with the registry
+  auto logger = std::make_shared<spdlog::async_logger>("gateway", target, pool,
+                                                       spdlog::async_overflow_policy::overrun_oldest);
+  logger->set_formatter(diagnostic_formatter(format));
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(std::move(logger));
+}
+
+void print_startup_line(log_format format, std::string_view message) {
+  const spdlog::details::log_msg msg("gateway", spdlog::level::info,
+                                     spdlog::string_view_t(message.data(), message.size()));
+  spdlog::memory_buf_t line;
+  diagnostic_formatter(format)->format(msg, line);  // ends with a newline
+  write_patiently(1, std::string_view(line.data(), line.size()), output_is_file(1));
 }
 
 }  // namespace gateway

@@ -110,8 +110,8 @@ void append_access_line(std::string& out, const access_entry& entry, log_format 
                         time_stamp_cache& stamps);
 std::string format_access_line(const access_entry& entry, log_format format);  // for tests
 
-// A line of the diagnostic log's format for stdout, written at once (the listeners' addresses at start,
-// which scripts wait for): {"time":..,"level":"info","message":..} or "[time] [info] message".
+// A line in the diagnostic log's format (an info message) on stdout, written at once: the listeners'
+// addresses at start, which scripts wait for among the access log's lines.
 void print_startup_line(log_format format, std::string_view message);
 
 }  // namespace gateway
