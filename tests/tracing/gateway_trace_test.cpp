@@ -46,6 +46,18 @@ std::string tracing_section(const otlp_receiver& receiver, const std::string& ra
          "\n  batch_delay: 100ms\n";
 }
 
+// One pass-through route, /shop/ to the mock's paths, traced at a ratio of 0.
+std::string pass_through_config(const mock_downstream& mock, const otlp_receiver& receiver) {
+  return "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " + mock.url() +
+         "\n" +
+         R"(routes:
+  - path_prefix: /shop/
+    proxy:
+      downstream: shop
+      rewrite: /
+)" + tracing_section(receiver, "0");
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -301,13 +313,7 @@ TEST_CASE(
     "[otlp-receiver]") {
   otlp_receiver receiver(RECEIVER_DIR);
   mock_downstream mock({"--record-headers", "tracestate"});
-  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " +
-                     mock.url() + "\n" + R"(routes:
-  - path_prefix: /shop/
-    proxy:
-      downstream: shop
-      rewrite: /
-)" + tracing_section(receiver, "0"));
+  gateway_process gw(pass_through_config(mock, receiver));
 
   http_connection client(gw.port());
   const std::string get_trace = "7bf92f3577b34da6a3ce929d0e0e4736";
@@ -388,13 +394,7 @@ TEST_CASE(
     "[otlp-receiver]") {
   otlp_receiver receiver(RECEIVER_DIR);
   mock_downstream mock;
-  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  shop:\n    url: " +
-                     mock.url() + "\n" + R"(routes:
-  - path_prefix: /shop/
-    proxy:
-      downstream: shop
-      rewrite: /
-)" + tracing_section(receiver, "0"));
+  gateway_process gw(pass_through_config(mock, receiver));
 
   http_connection client(gw.port());
   // Healthy and not sampled: the downstream still gets the trace (flag 00), nothing is exported.
