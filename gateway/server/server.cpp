@@ -4,6 +4,7 @@
 #include "gateway/config/config_loader.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
+#include "gateway/core/published.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/core/usable_cpus.hpp"
 #include "gateway/downstream/host_resolver.hpp"
@@ -44,13 +45,15 @@ namespace net = boost::asio;
 namespace {
 
 struct worker {
+  explicit worker(const published<config_generation>& current) : generation(current) {}
+
   // Each socket is used by its own thread only (see acceptor): no reactor I/O locks. Other threads
   // still post to it (SQLite results, the hand-off of a connection, stop), so the scheduler keeps its lock.
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   heartbeat beat{ioc};
-  std::shared_ptr<const config_generation> generation;  // the current one; this thread's handlers only
+  published<config_generation>::reader generation;  // the current one; this thread's handlers only
 };
 
 double unix_seconds_now() {
@@ -86,6 +89,7 @@ void restart_only_changes(const nlohmann::json& running, const nlohmann::json& n
 struct server::impl {
   gateway_config config;  // as started: the sections only a restart changes come from here
   server_state state;
+  published<config_generation> current;  // what new requests run on (see config_generation.hpp)
   std::vector<std::unique_ptr<worker>> workers;
   std::vector<net::io_context*> iocs;
   host_resolver resolver;  // its thread stops after the downstreams that share its addresses
@@ -102,19 +106,15 @@ struct server::impl {
   std::unique_ptr<tracer> tracing;                     // with tracing.enabled; flushed when run() ends
   std::unique_ptr<acceptor> listener;
   std::unique_ptr<graceful_drain> drain;
-  mutable std::mutex current_lock;  // guards `current`, `every_downstream` and `retiring`
-  std::shared_ptr<const config_generation> current;
-  std::mutex reload_lock;  // one reload at a time
+  mutable std::mutex current_lock;  // guards `every_downstream` and `retiring`
+  std::mutex reload_lock;           // one reload at a time
   reload_counters reloads;
   status_window status{clock::now()};  // the status page's samples, admin thread only
   admin_sources admin_view;
   std::unique_ptr<admin_server> admin;
   std::unique_ptr<config_watch> watch;
 
-  std::shared_ptr<const config_generation> current_generation() const {
-    const std::lock_guard hold(current_lock);
-    return current;
-  }
+  std::shared_ptr<const config_generation> current_generation() const { return current.load(); }
   std::shared_ptr<downstream_instance> build_downstream(const downstream_settings& d);
   std::shared_ptr<const config_generation> build_generation(std::shared_ptr<const gateway_config> cfg,
                                                             std::string version,
@@ -197,21 +197,20 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
   return g;
 }
 
-// New requests take `next` at once; those running finish on the generation they started with. The
-// downstreams only the previous generation used close their idle connections once it has gone.
+// Requests that start from now on, on every I/O thread, take `next`; those running finish on the
+// generation they started with. Each I/O thread is also asked to take it at once, so that one with no
+// requests lets the previous generation go: the downstreams only that one used close their idle
+// connections once it has gone.
 void server::impl::publish(std::shared_ptr<const config_generation> next) {
-  std::shared_ptr<const config_generation> previous;
-  {
+  const auto previous = current.publish(next);
+  if (previous) {
     const std::lock_guard hold(current_lock);
-    previous = std::exchange(current, next);
-    if (previous) {
-      for (const auto& old : previous->downstreams) {
-        if (std::find(next->downstreams.begin(), next->downstreams.end(), old) == next->downstreams.end())
-          retiring.emplace_back(previous, old);
-      }
+    for (const auto& old : previous->downstreams) {
+      if (std::find(next->downstreams.begin(), next->downstreams.end(), old) == next->downstreams.end())
+        retiring.emplace_back(previous, old);
     }
   }
-  for (auto& w : workers) net::post(w->ioc, [&w = *w, next] { w.generation = next; });
+  for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.generation.get(); });
 }
 
 // Housekeeping (the watch thread): retired downstreams whose last generation has gone close their idle
@@ -294,9 +293,10 @@ reload_report server::impl::reload() {
     kept +=
         std::find(running->downstreams.begin(), running->downstreams.end(), d) != running->downstreams.end();
   }
-  publish(generation);
+  // Counted first: whoever sees the new configuration answer also finds it counted.
   reloads.succeeded.fetch_add(1);
   reloads.last_success = unix_seconds_now();
+  publish(generation);
   report.applied = true;
   report.version = version;
   spdlog::info(
@@ -348,7 +348,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
   for (unsigned i = 0; i < threads; ++i) {
-    impl_->workers.push_back(std::make_unique<worker>());
+    impl_->workers.push_back(std::make_unique<worker>(impl_->current));
     impl_->iocs.push_back(&impl_->workers.back()->ioc);
   }
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
@@ -356,8 +356,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   auto first = impl_->build_generation(
       std::make_shared<const gateway_config>(cfg),
       version.empty() ? config_version(effective_config_json(cfg).dump()) : version, nullptr);
-  impl_->current = first;
-  for (auto& w : impl_->workers) w->generation = first;
+  impl_->current.publish(first);
   impl_->reloads.last_success = unix_seconds_now();
 
   if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
@@ -411,9 +410,9 @@ server::~server() {
   impl_->watch.reset();  // its thread reloads
   impl_->admin.reset();  // its thread reads the rest
   // The downstreams go before the I/O threads' io_contexts, whose sockets and timers they hold.
-  for (auto& w : impl_->workers) w->generation.reset();
+  for (auto& w : impl_->workers) w->generation.release();
+  impl_->current.publish(nullptr);
   const std::lock_guard hold(impl_->current_lock);
-  impl_->current.reset();
   impl_->retiring.clear();
   impl_->every_downstream.clear();
 }

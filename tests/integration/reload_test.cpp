@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace test_support;
 using namespace std::chrono_literals;
@@ -355,4 +357,44 @@ TEST_CASE("reload: a new downstream named by a host name is resolved and answers
   INFO(r.body);
   CHECK(r.status == 200);
   CHECK_FALSE(r.has_header("x-degraded"));
+}
+
+TEST_CASE("reload: once a request has run on a new configuration no later request runs on the old one",
+          "[reload]") {
+  mock_downstream mock;
+  seed_config cfg{mock.url()};
+  gateway_process gw(replace_once(cfg.yaml(), "  threads: 2\n", "  threads: 4\n"));
+  const auto original = read_file(gw.config_path());
+  // Each round's file adds its own route and drops the previous round's. Clients on new connections
+  // (spread over the I/O threads) poll the new route; once one has it, the old route must be gone for
+  // every request after, on whichever I/O thread it lands. And after POST /reload has answered, the new
+  // route is there for every request at once.
+  int stale = 0;
+  int uncounted = 0;
+  for (int round = 0; round < 30; ++round) {
+    const auto path = "/round-" + std::to_string(round);
+    const auto before = "/round-" + std::to_string(round - 1);
+    replace_file(gw.config_path(), with_route(original, path, "coupon"));
+    if (round % 2 == 1) REQUIRE(post_reload(gw).status == 200);  // else the file watch applies it
+    std::vector<std::thread> clients;
+    std::atomic<int> wrong{0};
+    for (int c = 0; c < 6; ++c) {
+      clients.emplace_back([&] {
+        if (round % 2 == 1) {
+          if (http_get(gw.port(), path).status != 200) wrong.fetch_add(1);
+        } else if (!answers(gw, path, 200)) {
+          wrong.fetch_add(1);
+        }
+        for (int i = 0; i < 4 && round > 0; ++i) {
+          if (http_get(gw.port(), before).status != 404) wrong.fetch_add(1);
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    stale += wrong.load();
+    // Whoever has seen the new configuration answer finds the reload counted.
+    uncounted += metric(gw, "gateway_config_reloads_total", {{"result", "success"}}) != round + 1;
+  }
+  CHECK(stale == 0);
+  CHECK(uncounted == 0);
 }
