@@ -112,23 +112,8 @@ class webdriver:
     def go(self, url):
         self.command("POST", "/url", {"url": url})
 
-    def find_all(self, css):
-        found = self.command("POST", "/elements", {"using": "css selector", "value": css})
-        return [next(iter(e.values())) for e in found]
-
-    def find(self, css):
-        found = self.find_all(css)
-        return found[0] if found else None
-
-    def attribute(self, element, name):
-        return self.command("GET", "/element/%s/attribute/%s" % (element, name))
-
-    def text(self, element):
-        return self.command("GET", "/element/%s/text" % element)
-
-    def find_in(self, element, css):
-        found = self.command("POST", "/element/%s/elements" % element, {"using": "css selector", "value": css})
-        return [next(iter(e.values())) for e in found]
+    def run(self, script):
+        return self.command("POST", "/execute/sync", {"script": script, "args": []})
 
     def screenshot(self, path):
         png = base64.b64decode(self.command("GET", "/screenshot"))
@@ -201,6 +186,34 @@ routes:
 """.format(port=mock_port, database=database)
 
 
+# What the checks read from the page, taken in one script run (so within one rendering of it).
+SNAPSHOT = r"""
+const attributes = (e) => e ? Object.fromEntries([...e.attributes].map((a) => [a.name, a.value])) : null;
+const row = (css) => {
+  const e = document.querySelector(css);
+  if (!e) return null;
+  return {attrs: attributes(e), text: e.innerText,
+          breaker: [...e.querySelectorAll("td.breaker")].map((c) => c.innerText)};
+};
+const version = document.querySelector("#config-version");
+return {
+  updated: attributes(document.querySelector("#updated")),
+  coupon: row('#downstreams tr[data-downstream="coupon"]'),
+  inventory: row('#downstreams tr[data-downstream="inventory"]'),
+  offers: row('#downstreams tr[data-downstream="offers"]'),
+  route: row('#routes tr[data-route="/api/offer/aggregate"]'),
+  recent: [...document.querySelectorAll("#recent tbody tr[data-request-id]")].map((r) => ({
+    id: r.getAttribute("data-request-id"),
+    calls: [...r.querySelectorAll("div[data-call]")].map((d) => [d.getAttribute("data-call"),
+                                                                 d.getAttribute("data-outcome")]),
+  })),
+  database: row('#databases tr[data-database="offers"]'),
+  coroutines: row('#process tr[data-key="coroutines"]'),
+  version: version ? version.innerText : null,
+};
+"""
+
+
 def wait_for(what, check, timeout=15):
     deadline = time.monotonic() + timeout
     last = None
@@ -266,53 +279,52 @@ def main():
             wait_for("chromedriver", lambda: http("GET", "http://127.0.0.1:%d/status" % driver_port)[0] == 200)
             driver = webdriver(driver_port)
             driver.go(admin_url + "/")
-            # The page draws after its first fetch of status.json.
-            def updated():
-                shown = driver.find("#updated")
-                state = shown and driver.attribute(shown, "data-state")
-                return state == "ok" or RuntimeError("#updated: %s, %s" % (state, shown and driver.text(shown)))
+            # The page redraws itself every few seconds, which would leave element references taken
+            # before a redraw stale: each look is one script that reads the rendered DOM in one go.
+            def snapshot():
+                shown = driver.run(SNAPSHOT)
+                state = shown["updated"] and shown["updated"].get("data-state")
+                if state != "ok" or shown["coupon"] is None:
+                    return RuntimeError("#updated: %s, coupon row: %s" % (state, shown["coupon"]))
+                return shown
 
-            wait_for("the page's first update", updated)
-            coupon = wait_for("the coupon row", lambda: driver.find('#downstreams tr[data-downstream="coupon"]'))
+            page = wait_for("the page's first update with the coupon row", snapshot)
+            coupon = page["coupon"]
+            check(coupon["attrs"].get("data-breaker") == "open", "coupon: data-breaker is open")
+            check(coupon["attrs"].get("data-status") == "down", "coupon: data-status is down")
+            check("bad" in coupon["attrs"].get("class", "").split(), "coupon: the row is marked bad")
+            check(coupon["breaker"] == ["open"], "coupon: the breaker cell reads 'open'")
+            check("timeout 3" in coupon["text"] and "circuit_open %d" % (REQUESTS - 3) in coupon["text"],
+                  "coupon: outcomes timeout 3, circuit_open %d (%s)" % (REQUESTS - 3, coupon["text"]))
+            inventory = page["inventory"]
+            check(inventory is not None and inventory["attrs"].get("data-breaker") == "closed" and
+                  inventory["attrs"].get("data-status") == "ok", "inventory: breaker closed, ok")
+            offers = page["offers"]
+            check(offers is not None and offers["attrs"].get("data-status") == "ok", "offers (SQLite): ok")
 
-            check(driver.attribute(coupon, "data-breaker") == "open", "coupon: data-breaker is open")
-            check(driver.attribute(coupon, "data-status") == "down", "coupon: data-status is down")
-            check("bad" in (driver.attribute(coupon, "class") or "").split(), "coupon: the row is marked bad")
-            breaker = driver.find_in(coupon, "td.breaker")
-            check(bool(breaker) and driver.text(breaker[0]) == "open", "coupon: the breaker cell reads 'open'")
-            coupon_text = driver.text(coupon)
-            check("timeout 3" in coupon_text and "circuit_open %d" % (REQUESTS - 3) in coupon_text,
-                  "coupon: outcomes timeout 3, circuit_open %d (%s)" % (REQUESTS - 3, coupon_text))
-            inventory = driver.find('#downstreams tr[data-downstream="inventory"]')
-            check(inventory is not None and driver.attribute(inventory, "data-breaker") == "closed" and
-                  driver.attribute(inventory, "data-status") == "ok", "inventory: breaker closed, ok")
-            offers = driver.find('#downstreams tr[data-downstream="offers"]')
-            check(offers is not None and driver.attribute(offers, "data-status") == "ok", "offers (SQLite): ok")
-
-            route = driver.find('#routes tr[data-route="/api/offer/aggregate"]')
-            check(route is not None and driver.attribute(route, "data-degraded") == str(REQUESTS),
+            route = page["route"]
+            check(route is not None and route["attrs"].get("data-degraded") == str(REQUESTS),
                   "route: %d degraded requests" % REQUESTS)
-            check(route is not None and "100.0 %" in driver.text(route), "route: degraded share 100.0 %")
+            check(route is not None and "100.0 %" in route["text"], "route: degraded share 100.0 %")
 
-            rows = driver.find_all("#recent tbody tr[data-request-id]")
-            ids = [driver.attribute(r, "data-request-id") for r in rows]
+            recent = page["recent"]
+            ids = [r["id"] for r in recent]
             check(ids == ["browser-%d" % i for i in reversed(range(REQUESTS))],
                   "recent degraded: newest first, every request id (%s)" % ids)
-            if rows:
-                refused = driver.find_in(rows[0], 'div[data-call="coupon"][data-outcome="circuit_open"]')
-                check(len(refused) == 1, "recent degraded: the newest's coupon call refused by the open breaker")
-                timed_out = driver.find_in(rows[-1], 'div[data-call="coupon"][data-outcome="timeout"]')
-                check(len(timed_out) == 1, "recent degraded: the first request's coupon call timed out")
-                check(len(driver.find_in(rows[0], "div[data-call]")) == 1, "recent degraded: only coupon failed")
+            if recent:
+                check(recent[0]["calls"] == [["coupon", "circuit_open"]],
+                      "recent degraded: the newest's coupon call refused by the open breaker, and only coupon "
+                      "failed (%s)" % recent[0]["calls"])
+                check(recent[-1]["calls"] == [["coupon", "timeout"]],
+                      "recent degraded: the first request's coupon call timed out (%s)" % recent[-1]["calls"])
 
-            database_row = driver.find('#databases tr[data-database="offers"]')
-            check(database_row is not None and driver.text(database_row).split()[:3] == ["offers", "4", "4"],
+            database_row = page["database"]
+            check(database_row is not None and database_row["text"].split()[:3] == ["offers", "4", "4"],
                   "SQL semaphore: offers, 4 permits, 4 available")
-            coroutines = driver.find('#process tr[data-key="coroutines"]')
-            check(coroutines is not None and re.search(r"\d", driver.text(coroutines)) is not None,
+            coroutines = page["coroutines"]
+            check(coroutines is not None and re.search(r"\d", coroutines["text"]) is not None,
                   "process: coroutines shown")
-            shown_version = driver.text(driver.find("#config-version"))
-            check(shown_version == version, "configuration version %s shown (%s)" % (version, shown_version))
+            check(page["version"] == version, "configuration version %s shown (%s)" % (version, page["version"]))
 
             driver.screenshot(args.screenshot)
             print("screenshot: " + args.screenshot)
