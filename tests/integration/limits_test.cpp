@@ -63,14 +63,14 @@ TEST_CASE("a client that stops reading a large answer is disconnected at write_t
   for (const auto& call : seed_calls) args.insert(args.end(), {"--path", call + "=big"});
   mock_downstream mock(args);
   seed_config cfg{mock.url()};
-  cfg.limits = "  write_timeout: 300ms\n";
+  cfg.limits = "  write_timeout: 1s\n";  // the reader below must take 12 MiB within it on a busy machine
   cfg.downstream_extra = "    max_response_bytes: 4194304\n";
   cfg.deadline = "3s";
   gateway_process gw(cfg.yaml());
 
   http_connection stalled(gw.port());
   stalled.send_request("GET", offer_target("A1"));
-  std::this_thread::sleep_for(1500ms);  // the stalled client: the gateway's write times out meanwhile
+  std::this_thread::sleep_for(2500ms);  // the stalled client: the gateway's write times out meanwhile
   const auto start = steady_clock::now();
   std::string received;
   CHECK(stalled.wait_closed_by_peer(5s, &received));  // reads what was sent, then the end
