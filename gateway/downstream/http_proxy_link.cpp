@@ -6,6 +6,7 @@
 #include "gateway/config/tls_client_context.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/tls_stream.hpp"
 
 #include <openssl/ssl.h>
@@ -147,8 +148,8 @@ class pooled_link final : public proxy_link {
     if (!ec) return {bytes, status::ok};
     if (timed_out_) return {bytes, status::timed_out};
     if (cancel_.cancelled()) return {bytes, status::cancelled};
-    if (ec == net::error::eof) return {bytes, status::eof};
-    return {bytes, status::failed};
+    if (ec == net::error::eof) return {bytes, status::eof, ec};
+    return {bytes, status::failed, ec};
   }
 
   // The timer is set for the current wait's end only when it is not set already for an earlier time (the
@@ -174,12 +175,12 @@ class pooled_link final : public proxy_link {
 
   bool connect(clock::time_point until, net::yield_context yield, lease_failure& why);
   // A failed connect or handshake step: `why` from how it ended; false.
-  static bool step_failed(status how, const char* timed_out_text, const char* failed_text,
+  static bool step_failed(const io_result& r, const char* timed_out_text, const char* failed_text,
                           lease_failure& why) {
     using kind = lease_failure::kind;
-    why = how == status::timed_out   ? lease_failure{kind::timed_out, timed_out_text}
-          : how == status::cancelled ? lease_failure{kind::cancelled, "cancelled"}
-                                     : lease_failure{kind::failed, failed_text};
+    why = r.how == status::timed_out   ? lease_failure{kind::timed_out, timed_out_text}
+          : r.how == status::cancelled ? lease_failure{kind::cancelled, "cancelled"}
+                                       : lease_failure{kind::failed, failed_text, error_kind(r.ec)};
     return false;
   }
 
@@ -273,7 +274,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, lea
     conn_->socket.async_connect(conn_->remote, yield[ec]);
     return std::size_t{0};
   });
-  if (!r.ok()) return step_failed(r.how, "connect timed out", "connect failed", why);
+  if (!r.ok()) return step_failed(r, "connect timed out", "connect failed", why);
   error_code ignored;
   conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
   report_input_left(conn_->socket);
@@ -286,7 +287,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, lea
   conn_->tls = std::make_unique<tls_stream>(conn_->socket, context.native());
   SSL* ssl = conn_->tls->stream.native_handle();
   if (!context.prepare(ssl)) {
-    why = {lease_failure::kind::failed, "TLS setup failed"};
+    why = {lease_failure::kind::failed, "TLS setup failed", call_error::tls};
     return false;
   }
   if (SSL_SESSION* session = pool.tls_session()) SSL_set_session(ssl, session);
@@ -294,7 +295,11 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, lea
     conn_->tls->stream.async_handshake(net::ssl::stream_base::client, yield[ec]);
     return std::size_t{0};
   });
-  if (!r.ok()) return step_failed(r.how, "TLS handshake timed out", "TLS handshake failed", why);
+  if (!r.ok()) {
+    step_failed(r, "TLS handshake timed out", "TLS handshake failed", why);
+    if (why.what == lease_failure::kind::failed) why.error = call_error::tls;
+    return false;
+  }
   pool.count_handshake(SSL_session_reused(ssl) == 1);
   return true;
 }
@@ -306,7 +311,7 @@ std::unique_ptr<proxy_link> http_downstream::lease(const lease_request& request,
   auto& lane = *lanes_.at(request.worker);
   const auto choice = lane.pick(clock::now(), nullptr);
   if (choice.to == nullptr) {
-    why = choice.refused ? lease_failure{lease_failure::kind::busy, "circuit open"}
+    why = choice.refused ? lease_failure{lease_failure::kind::circuit_open, "circuit open"}
                          : lease_failure{lease_failure::kind::failed, "downstream address not resolved yet"};
     return nullptr;
   }

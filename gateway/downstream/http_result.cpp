@@ -65,24 +65,22 @@ call_result failure_result(const boost::system::error_code& ec, const char* what
   } else {
     result.outcome = call_outcome::error;
     result.detail = what;
-    namespace error = boost::asio::error;
-    if (ec == error::connection_refused) {
-      result.error = call_error::refused;
-    } else if (ec == error::connection_reset || ec == error::eof || ec == error::broken_pipe ||
-               ec == boost::beast::http::error::end_of_stream ||
-               ec == boost::beast::http::error::partial_message) {
-      result.error = call_error::reset;
-    } else if (ec == boost::beast::http::error::body_limit ||
-               ec == boost::beast::http::error::buffer_overflow ||
-               ec == boost::beast::http::error::header_limit) {
-      result.error = call_error::too_large;
-    } else if (ec.category() == boost::asio::error::get_ssl_category()) {
-      result.error = call_error::tls;
-    } else {
-      result.error = call_error::other;
-    }
+    result.error = error_kind(ec);
   }
   return result;
+}
+
+call_error error_kind(const boost::system::error_code& ec) {
+  namespace error = boost::asio::error;
+  if (ec == error::connection_refused) return call_error::refused;
+  if (ec == error::connection_reset || ec == error::eof || ec == error::broken_pipe ||
+      ec == boost::beast::http::error::end_of_stream || ec == boost::beast::http::error::partial_message)
+    return call_error::reset;
+  if (ec == boost::beast::http::error::body_limit || ec == boost::beast::http::error::buffer_overflow ||
+      ec == boost::beast::http::error::header_limit)
+    return call_error::too_large;
+  if (ec.category() == boost::asio::error::get_ssl_category()) return call_error::tls;
+  return call_error::other;
 }
 
 }  // namespace gateway

@@ -30,4 +30,8 @@ call_result unusable_answer(unsigned status, const char* why, call_error kind);
 
 call_result failure_result(const boost::system::error_code& ec, const char* what, bool cancelled);
 
+// The kind of error a failed read, write, connect or handshake was (refused, reset, too_large, tls or
+// other); a timeout or a cancel is judged by the caller.
+call_error error_kind(const boost::system::error_code& ec);
+
 }  // namespace gateway

@@ -14,6 +14,7 @@
 
 #include "gateway/core/cancel_source.hpp"
 #include "gateway/core/duration.hpp"
+#include "gateway/downstream/call_result.hpp"
 
 #include <boost/asio/error.hpp>  // before spawn.hpp, which uses it without including it
 #include <boost/asio/ip/tcp.hpp>
@@ -33,6 +34,7 @@ class proxy_link {
   struct io_result {
     std::size_t bytes = 0;
     status how = status::ok;
+    boost::system::error_code ec = {};  // what failed (empty when ok, timed out or cancelled)
     bool ok() const { return how == status::ok; }
   };
 
@@ -54,12 +56,14 @@ class proxy_link {
   virtual boost::asio::ip::tcp::endpoint remote() const = 0;
 };
 
-// Why no connection could be leased: the kind decides the client's answer (busy 503, timed_out 504,
-// failed 502) and whether the endpoint is blamed (timed_out, failed); `text` says it (a static string).
+// Why no connection could be leased: the kind decides the client's answer (busy and circuit_open 503,
+// timed_out 504, failed 502) and whether the endpoint is blamed (timed_out, failed); `text` says it (a
+// static string), `error` what kind of failure a failed one was (for the metrics).
 struct lease_failure {
-  enum class kind : std::uint8_t { busy, timed_out, failed, cancelled };
+  enum class kind : std::uint8_t { busy, circuit_open, timed_out, failed, cancelled };
   kind what = kind::failed;
   const char* text = "";
+  call_error error = call_error::other;
 };
 
 struct lease_request {

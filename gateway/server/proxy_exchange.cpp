@@ -2,6 +2,7 @@
 
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
+#include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/beast_headers.hpp"
@@ -161,6 +162,13 @@ class exchange {
                        proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
   void gone(proxy_result& result);
+  // The exchange's outcome in the downstream's call metrics, counted once (the first count stands), with
+  // the time from the exchange's start. `count_failed`: from how a read, write or lease ended.
+  void count(call_outcome outcome, call_error kind = call_error::none);
+  void count_failed(proxy_link::status how, call_error kind);
+  void count_failed(const proxy_link::io_result& r) {
+    count_failed(r.how, r.how == proxy_link::status::eof ? call_error::reset : error_kind(r.ec));
+  }
   void begin_span(const http::request<http::buffer_body>& req);
   void open_span();
   void end_span(const proxy_result& result);
@@ -179,7 +187,10 @@ class exchange {
   cancel_source cancel_;
   std::vector<char> buffer_;  // first half: bytes read; second half: a body piece parsed out of them
   std::string request_id_;
-  bool head_sent_ = false;  // the downstream's answer head reached the client
+  clock_point started_{};
+  bool counted_ = false;                  // the outcome is in the call metrics
+  proxy_link::io_result failed_write_{};  // how the request body's write to the downstream failed
+  bool head_sent_ = false;                // the downstream's answer head reached the client
   // Traced: the exchange's span id and start, the request (for the span's attributes), the span in
   // trace_->spans once made (span_open_), the endpoint used, the downstream's status (0: none came) and
   // why the exchange failed (empty: it did not).
@@ -192,6 +203,27 @@ class exchange {
   unsigned answered_status_ = 0;
   std::string failure_;
 };
+
+template <class Io>
+void exchange<Io>::count(call_outcome outcome, call_error kind) {
+  if (std::exchange(counted_, true)) return;
+  series_.call_done(ctx_.worker, settings_.downstream_index, outcome_label_index(outcome, kind),
+                    clock::now() - started_);
+}
+
+template <class Io>
+void exchange<Io>::count_failed(proxy_link::status how, call_error kind) {
+  switch (how) {
+    case proxy_link::status::timed_out:
+      count(call_outcome::timeout);
+      break;
+    case proxy_link::status::cancelled:
+      count(call_outcome::cancelled);
+      break;
+    default:
+      count(call_outcome::error, kind);
+  }
+}
 
 // The client left (or stopped reading or sending): nothing more goes to it.
 template <class Io>
@@ -323,10 +355,27 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
   if (!link) {
     using enum lease_failure::kind;
     fail(result,
-         why.what == busy        ? 503
-         : why.what == timed_out ? 504
-                                 : 502,
+         why.what == busy || why.what == circuit_open ? 503
+         : why.what == timed_out                      ? 504
+                                                      : 502,
          "downstream '" + to_.name + "': " + why.text);
+    switch (why.what) {
+      case busy:
+        count(call_outcome::rejected);
+        break;
+      case circuit_open:
+        count(call_outcome::circuit_open);
+        break;
+      case timed_out:
+        count(call_outcome::timeout);
+        break;
+      case cancelled:
+        count(call_outcome::cancelled);
+        break;
+      case failed:
+        count(call_outcome::error, why.error);
+        break;
+    }
   }
   return link;
 }
@@ -342,6 +391,7 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
   for (;;) {
     const auto got = io_.read_body(parser, piece, room, idle_deadline(), yield_);
     if (!got.ok) {
+      count(call_outcome::cancelled);  // the client's failure: the exchange is abandoned
       if (got.ec && got.ec != http::error::partial_message) {
         fail(result, got.ec == http::error::body_limit ? 413 : 400,
              got.ec == http::error::body_limit ? "request body larger than proxy.max_body_bytes"
@@ -358,6 +408,7 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
       if (!w.ok()) {
         fail(result, w.how == proxy_link::status::timed_out ? 504 : 502,
              "downstream stopped taking the request body");
+        failed_write_ = w;
         return sent::downstream_failed;
       }
     }
@@ -367,6 +418,7 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
     const auto w = link.write(framing.end(), {}, idle_deadline(), yield_);
     if (!w.ok()) {
       fail(result, 502, "downstream stopped taking the request body");
+      failed_write_ = w;
       return sent::downstream_failed;
     }
   }
@@ -387,9 +439,9 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   std::size_t end = 0;
   const bool head_request = req.method() == http::verb::head;
   const auto head_due = clock::now() + settings_.timeout;
-  const auto exchange_started = clock::now();
   std::optional<http::response_parser<http::buffer_body>> parser;
   bool any_answer = false;
+  call_error read_error = call_error::other;  // the last failed read's kind
 
   // Reads more into the first half (keeping what is still unparsed at its front); the result's status.
   const auto read_more = [&](clock::time_point until) {
@@ -398,10 +450,14 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
       end -= begin;
       begin = 0;
     }
-    if (end == in_room) return proxy_link::status::failed;  // a line longer than the buffer
+    if (end == in_room) {  // a line longer than the buffer
+      read_error = call_error::too_large;
+      return proxy_link::status::failed;
+    }
     const auto r = link.read_some(in + end, in_room - end, until, yield_);
     end += r.bytes;
     if (r.bytes > 0) any_answer = true;
+    if (r.bytes == 0) read_error = r.how == proxy_link::status::eof ? call_error::reset : error_kind(r.ec);
     return r.bytes > 0 ? proxy_link::status::ok : r.how;
   };
 
@@ -419,6 +475,8 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
         if (parser->is_header_done()) break;
         if (ec && ec != http::error::need_more) {
           fail(result, 502, "downstream answer is not valid HTTP");
+          count(call_outcome::error,
+                ec == http::error::header_limit ? call_error::too_large : call_error::other);
           return relayed::failed;
         }
       }
@@ -434,12 +492,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
              how == proxy_link::status::timed_out ? "downstream answer timed out"
                                                   : "downstream closed the connection");
       }
-      const auto kind = how == proxy_link::status::eof ? call_error::reset : call_error::other;
-      series_.call_done(ctx_.worker, settings_.downstream_index,
-                        how == proxy_link::status::timed_out
-                            ? outcome_label_index(call_outcome::timeout, call_error::none)
-                            : outcome_label_index(call_outcome::error, kind),
-                        clock::now() - exchange_started);
+      count_failed(how, how == proxy_link::status::eof && end > begin ? call_error::other : read_error);
       return relayed::failed;
     }
     const auto status = parser->get().result_int();
@@ -464,15 +517,19 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   const unsigned status = answer.result_int();
   if (transfer_coding_status(answer) != 0) {  // a coding the gateway does not decode is never relabelled
     fail(result, 502, "downstream answer in a transfer coding other than chunked");
+    count(call_outcome::error, call_error::other);
     return relayed::failed;
   }
-  series_.call_done(ctx_.worker, settings_.downstream_index,
-                    status >= 500 ? outcome_label_index(call_outcome::error, call_error::status_5xx)
-                                  : outcome_label_index(call_outcome::ok, call_error::none),
-                    clock::now() - exchange_started);
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
     fail(result, 502, "downstream switched protocols unasked");
+    count(call_outcome::error, call_error::other);
     return relayed::failed;
+  }
+  // Judged at the head, as the breaker judges it: a 4xx is the client's answer, not a failure.
+  if (status >= 500) {
+    count(call_outcome::error, call_error::status_5xx);
+  } else {
+    count(call_outcome::ok);
   }
 
   // The answer's framing towards the client.
@@ -615,6 +672,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   if (trace_ != nullptr) begin_span(req);
   const auto head = request_head(req, client, origin, has_body, chunked, parser.content_length().value_or(0));
   const bool may_retry = !has_body && idempotent(view(req.method_string()));
+  started_ = clock::now();
 
   // The downstream's circuit breaker judges pass-through exchanges like calls: a failure is no answer
   // (502, 504) or a 5xx answer; a refusal of the gateway's own (pool full, client errors) and a client
@@ -625,11 +683,19 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
     ticket = breaker->allow(clock::now());
     if (!ticket.allowed) {
       fail(result, 503, "downstream '" + to_.name + "': circuit open");
+      count(call_outcome::circuit_open);
       end_span(result);
       return result;
     }
   }
   auto done = exchange_once(parser, head, may_retry);
+  if (!counted_) {  // every path counts its own outcome; this only keeps the count whole
+    count(done.status == 499              ? call_outcome::cancelled
+          : done.answer.status == 504     ? call_outcome::timeout
+          : done.answer.status / 100 == 5 ? call_outcome::error
+                                          : call_outcome::ok,
+          done.answer.status / 100 == 5 && done.answer.status != 504 ? call_error::other : call_error::none);
+  }
   done.answer.request_id = request_id_;
   done.body_unread = done.body_unread || !parser.is_done();
   if (breaker != nullptr) {
@@ -659,6 +725,7 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
     if (!w.ok()) {
       if (may_retry && attempt == 0 && link->reused() && w.how != proxy_link::status::cancelled) continue;
       fail(result, w.how == proxy_link::status::timed_out ? 504 : 502, "downstream took no request");
+      count_failed(w);
       return result;
     }
     if (has_body) {
@@ -666,6 +733,7 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
       if (req.version() >= 11 && iequals(view(req[http::field::expect]), "100-continue") &&
           !io_.send("HTTP/1.1 100 Continue\r\n\r\n", {}, settings_.idle_timeout, yield_)) {
         gone(result);
+        count(call_outcome::cancelled);
         return result;
       }
       const auto sent_body = send_body(parser, *link, chunked, result);
@@ -681,6 +749,7 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
         early.uploaded_bytes = result.uploaded_bytes;
         early.body_unread = result.body_unread = true;
         if (relay_answer(*link, req, false, early) == relayed::done) return early;
+        count_failed(failed_write_);  // unless reading the answer counted already
         link->finish(false, true);
         return head_sent_ ? early : result;  // an answer cut after its head: nothing more goes out
       }
@@ -696,7 +765,10 @@ proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const
     }
     // A reused connection closed under the request is not the endpoint's failure (it closed it idle).
     link->finish(false, how == relayed::failed && (result.status == 502 || result.status == 504));
-    if (how == relayed::retry) fail(result, 502, "downstream closed the connection");
+    if (how == relayed::retry) {
+      fail(result, 502, "downstream closed the connection");
+      count(call_outcome::error, call_error::reset);
+    }
     return result;
   }
 }

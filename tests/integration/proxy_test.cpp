@@ -241,6 +241,40 @@ TEST_CASE("proxy: a client that leaves cancels the downstream exchange", "[proxy
             gw, "http_server_request_duration_seconds_count",
             {{"http_route", "/shop/"}, {"http_request_method", "GET"}, {"http_response_status_code", "499"}},
             1) == 1);
+  CHECK(metric(gw, "gateway_downstream_calls_total", {{"downstream", "shop"}, {"outcome", "cancelled"}}) ==
+        1);
+}
+
+TEST_CASE("proxy: each exchange is counted once in its downstream's call metrics by the kind of its outcome",
+          "[proxy][metrics]") {
+  mock_downstream mock;
+  refused_port closed;
+  auto config = proxy_config(mock, "      timeout: 300ms\n");
+  config.replace(config.find("routes:\n"), 8,
+                 "  gone:\n    url: http://127.0.0.1:" + std::to_string(closed.port()) +
+                     "\nroutes:\n  - path_prefix: /gone/\n    proxy: {downstream: gone}\n");
+  gateway_process gw(config);
+  const auto calls = [&](const std::string& downstream, const std::string& outcome) {
+    return metric(gw, "gateway_downstream_calls_total", {{"downstream", downstream}, {"outcome", outcome}});
+  };
+  CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 200);
+  mock.set_mode("coupon", "unavailable");
+  CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 503);  // the downstream's own answer
+  mock.set_mode("coupon", "reset");
+  CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 502);
+  mock.set_mode("coupon", "hang");
+  CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 504);
+  CHECK(http_get(gw.port(), "/gone/x").status == 502);
+
+  CHECK(calls("shop", "ok") == 1);
+  CHECK(calls("shop", "status_5xx") == 1);
+  CHECK(calls("shop", "reset") == 1);  // one count, though a reused connection is tried once more
+  CHECK(calls("shop", "timeout") == 1);
+  CHECK(calls("gone", "refused") == 1);
+  CHECK(metric(gw, "gateway_downstream_calls_total", {{"downstream", "shop"}}) == 4);
+  CHECK(metric(gw, "gateway_downstream_calls_total", {{"downstream", "gone"}}) == 1);
+  CHECK(metric(gw, "http_client_request_duration_seconds_count",
+               {{"downstream", "gone"}, {"outcome", "refused"}, {"error_type", "refused"}}) == 1);
 }
 
 TEST_CASE("proxy: the downstream's circuit breaker judges exchanges; open, it answers 503 without a request",
@@ -260,4 +294,6 @@ TEST_CASE("proxy: the downstream's circuit breaker judges exchanges; open, it an
   CHECK(r.status == 503);
   CHECK(r.json()["error"].get<std::string>().find("circuit open") != std::string::npos);
   CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == calls);
+  CHECK(metric(gw, "gateway_downstream_calls_total", {{"downstream", "shop"}, {"outcome", "circuit_open"}}) ==
+        1);
 }
