@@ -359,23 +359,12 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
          : why.what == timed_out                      ? 504
                                                       : 502,
          "downstream '" + to_.name + "': " + why.text);
-    switch (why.what) {
-      case busy:
-        count(call_outcome::rejected);
-        break;
-      case circuit_open:
-        count(call_outcome::circuit_open);
-        break;
-      case timed_out:
-        count(call_outcome::timeout);
-        break;
-      case cancelled:
-        count(call_outcome::cancelled);
-        break;
-      case failed:
-        count(call_outcome::error, why.error);
-        break;
-    }
+    count(why.what == busy           ? call_outcome::rejected
+          : why.what == circuit_open ? call_outcome::circuit_open
+          : why.what == timed_out    ? call_outcome::timeout
+          : why.what == cancelled    ? call_outcome::cancelled
+                                     : call_outcome::error,
+          why.what == failed ? why.error : call_error::none);
   }
   return link;
 }
