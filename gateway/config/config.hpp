@@ -233,6 +233,7 @@ struct stale_settings {
 // the system's trust store when it is empty, and must be named `server_name`, or the url's host when that
 // is empty (a host name is also sent as SNI; an IP address is checked against the certificate's IP
 // addresses). `cert_file` and `key_file` (PEM, together) are the client certificate for mutual TLS.
+// When what these files hold changes (a rotated certificate), a reload builds the downstream anew.
 struct tls_settings {
   bool enabled = false;  // the url is https://
   bool verify = true;
@@ -243,10 +244,13 @@ struct tls_settings {
   // Built at load from the fields above (files read then); shared by the downstream's connection pools.
   // Null when not enabled.
   std::shared_ptr<const tls_client_context> context;
-  // The settings, not the context built from them (every load builds its own).
+  // What the files held when the context was built (tls_client_context::files_digest); empty: no files.
+  std::string files_digest;
+  // The settings and what their files held, not the context built from them (every load builds its own).
   bool operator==(const tls_settings& o) const {
     return enabled == o.enabled && verify == o.verify && ca_file == o.ca_file &&
-           server_name == o.server_name && cert_file == o.cert_file && key_file == o.key_file;
+           server_name == o.server_name && cert_file == o.cert_file && key_file == o.key_file &&
+           files_digest == o.files_digest;
   }
 };
 

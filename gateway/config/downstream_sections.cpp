@@ -192,6 +192,8 @@ void read_tls(config_parse_state& state, const YAML::Node* node, downstream_sett
   }
   if (state.errors.size() != errors_before) return;
   tls_client_context::problem why;
+  // Taken before the files are read for the context: a change in between shows at the next check.
+  t.files_digest = tls_client_context::files_digest(t);
   t.context = tls_client_context::make(t, d.host, why);
   if (t.context) return;
   if (r) {

@@ -1,5 +1,6 @@
 #include "gateway/config/tls_client_context.hpp"
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <boost/asio/ssl/context.hpp>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 namespace gateway {
 
@@ -33,6 +35,20 @@ bool is_ip_address(const std::string& name) {
 }
 
 }  // namespace
+
+std::string tls_client_context::files_digest(const tls_settings& settings) {
+  if (settings.ca_file.empty() && settings.cert_file.empty() && settings.key_file.empty()) return {};
+  std::string all;
+  for (const auto* path : {&settings.ca_file, &settings.cert_file, &settings.key_file}) {
+    std::ifstream in(*path, std::ios::binary);
+    all += in ? "file:" + std::string(std::istreambuf_iterator<char>(in), {}) : std::string("none:");
+    all += std::to_string(all.size()) + ";";  // where each file ends
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(all.data(), all.size(), digest, &size, EVP_sha256(), nullptr) != 1) return "-";
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
 
 tls_client_context::tls_client_context()
     : context_(std::make_unique<ssl::context>(ssl::context::tls_client)) {}

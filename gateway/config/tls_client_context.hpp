@@ -31,6 +31,9 @@ class tls_client_context {
   // missing, unreadable or not what it should be (a certificate, a key matching the certificate).
   static std::shared_ptr<const tls_client_context> make(const tls_settings& settings, const std::string& host,
                                                         problem& why);
+  // A SHA-256 digest of what `settings`' ca_file, cert_file and key_file hold now (a missing or
+  // unreadable file counts as such); empty when it names none.
+  static std::string files_digest(const tls_settings& settings);
 
   tls_client_context(const tls_client_context&) = delete;
   tls_client_context& operator=(const tls_client_context&) = delete;

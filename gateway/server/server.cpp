@@ -2,6 +2,7 @@
 
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
+#include "gateway/config/tls_client_context.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/published.hpp"
@@ -82,6 +83,20 @@ void restart_only_changes(const nlohmann::json& running, const nlohmann::json& n
   if (running != now) out.push_back(at);
 }
 
+// The names of the running downstreams whose TLS files (ca_file, cert_file, key_file) hold something
+// else than when they were loaded; `digests` gets what they all hold now.
+std::vector<std::string> tls_files_changed(const config_generation& running, std::string& digests) {
+  std::vector<std::string> changed;
+  for (const auto& d : running.downstreams) {
+    const auto& tls = d->settings.tls;
+    if (tls.files_digest.empty()) continue;
+    const auto now = tls_client_context::files_digest(tls);
+    if (now != tls.files_digest) changed.push_back(d->settings.name);
+    digests += now;
+  }
+  return changed;
+}
+
 }  // namespace
 
 // Owns everything the process runs; members are destroyed in reverse order, so whatever holds a timer
@@ -108,6 +123,10 @@ struct server::impl {
   std::unique_ptr<graceful_drain> drain;
   mutable std::mutex current_lock;  // guards `every_downstream` and `retiring`
   std::mutex reload_lock;           // one reload at a time
+  // The downstream TLS files' check (the watch thread): when it last ran, and what the files held at
+  // the last reload it started (a failed one is not tried again until they change again).
+  clock::time_point tls_checked{};
+  std::string tls_tried;
   reload_counters reloads;
   status_window status{clock::now()};  // the status page's samples, admin thread only
   admin_sources admin_view;
@@ -122,6 +141,7 @@ struct server::impl {
   void publish(std::shared_ptr<const config_generation> next);
   reload_report reload();
   void close_retired();
+  void check_tls_files();
   void close_listener();
   void stop();
 };
@@ -235,6 +255,21 @@ void server::impl::close_retired() {
     spdlog::info("downstream '{}' retired: its idle connections closed", d->settings.name);
 }
 
+// Housekeeping (the watch thread, with server.watch_config): every 5 s, a downstream whose TLS files
+// changed (cert-manager rotated a client certificate or a CA) is built anew by a reload.
+void server::impl::check_tls_files() {
+  const auto now = clock::now();
+  if (now - tls_checked < std::chrono::seconds(5) || state.stopping || state.draining) return;
+  tls_checked = now;
+  std::string digests;
+  const auto changed = tls_files_changed(*current.load(), digests);
+  if (changed.empty() || digests == tls_tried) return;
+  tls_tried = digests;
+  for (const auto& name : changed)
+    spdlog::info("downstream '{}': its TLS files changed; reloading the configuration", name);
+  reload();
+}
+
 reload_report server::impl::reload() {
   const std::lock_guard one_at_a_time(reload_lock);
   reload_report report;
@@ -256,7 +291,8 @@ reload_report server::impl::reload() {
   const auto text = read_config_text(path, unreadable);
   if (!text) return fail({format_config_error(path, unreadable)});
   const auto version = config_version(*text);
-  if (version == running->version) {
+  std::string digests;
+  if (version == running->version && tls_files_changed(*running, digests).empty()) {
     report.unchanged = true;
     return report;
   }
@@ -443,7 +479,10 @@ void server::run(const std::function<void()>& on_started) {
         [this] {
           if (!impl_->state.stopping && !impl_->state.draining) impl_->reload();
         },
-        [this] { impl_->close_retired(); });
+        [this] {
+          impl_->close_retired();
+          if (impl_->config.server.watch_config) impl_->check_tls_files();
+        });
   }
   if (on_started) on_started();
   std::vector<std::thread> threads;

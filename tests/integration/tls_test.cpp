@@ -7,11 +7,16 @@
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/tls_files.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -188,6 +193,67 @@ TEST_CASE("tls: a server that requires a client certificate gets it from cert_fi
     check_answered(http_get(gw.port(), target("M3")), "M3");
   }
   CHECK(mock.mock.path_counter(mock.mock.stats(), "coupon", "requests") == 2);
+}
+
+TEST_CASE("tls: a rotated client certificate is picked up without a restart", "[tls][reload]") {
+  tls_files certs;
+  tls_mock mock(certs.server_cert, certs.server_key, {"--tls-client-ca", certs.ca_cert});
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // The files the gateway names hold a certificate the mock's CA did not sign, at first. A rotation
+  // writes new files and renames them over (as a Secret volume's update does).
+  const auto cert = certs.write("current.crt", read(certs.rogue_cert));
+  const auto key = certs.write("current.key", read(certs.rogue_key));
+  const auto rotate = [&](const std::string& to_cert, const std::string& to_key) {
+    certs.write("next.crt", read(to_cert));
+    certs.write("next.key", read(to_key));
+    REQUIRE(std::rename((cert.substr(0, cert.rfind('/')) + "/next.key").c_str(), key.c_str()) == 0);
+    REQUIRE(std::rename((cert.substr(0, cert.rfind('/')) + "/next.crt").c_str(), cert.c_str()) == 0);
+  };
+  const auto answers_within = [&](const gateway_process& gw, const std::string& sku,
+                                  std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+      const auto res = http_get(gw.port(), target(sku));
+      if (res.status == 200 && !res.has_header("x-degraded")) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  };
+  const auto section = "ca_file: " + certs.ca_cert + ", cert_file: " + cert + ", key_file: " + key;
+  SECTION("the files are checked every 5 s while the configuration is watched") {
+    gateway_process gw(tls_config{mock.url(), section}.yaml());
+    check_fell_back(http_get(gw.port(), target("R1")));
+    rotate(certs.client_cert, certs.client_key);
+    CHECK(answers_within(gw, "R2", 15s));
+    CHECK(gw.process().stderr_text().find("downstream 'secure': its TLS files changed") != std::string::npos);
+    CHECK(metric(gw, "gateway_config_reloads_total", {{"result", "success"}}) == 1);
+    // Rotated back to a certificate the CA did not sign: the calls fall back again.
+    rotate(certs.rogue_cert, certs.rogue_key);
+    const auto until = std::chrono::steady_clock::now() + 15s;
+    bool fell_back = false;
+    while (!fell_back && std::chrono::steady_clock::now() < until) {
+      fell_back = http_get(gw.port(), target("R3")).degraded_calls() == "secure";
+      if (!fell_back) std::this_thread::sleep_for(200ms);
+    }
+    CHECK(fell_back);
+  }
+  SECTION("without the watch, POST /reload applies new files though the configuration text is the same") {
+    gateway_process gw("server:\n  watch_config: false\n" +
+                       tls_config{mock.url(), section}.yaml().substr(std::string("server:\n").size()));
+    check_fell_back(http_get(gw.port(), target("R4")));
+    rotate(certs.client_cert, certs.client_key);
+    std::this_thread::sleep_for(6s);  // longer than the check's period: nothing is checked without the watch
+    check_fell_back(http_get(gw.port(), target("R5")));
+    http_connection admin(gw.admin_port(), 10000ms);
+    const auto r = admin.request("POST", "/reload", {});
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(nlohmann::json::parse(r.body).at("applied").get<bool>());
+    check_answered(http_get(gw.port(), target("R6")), "R6");
+  }
 }
 
 TEST_CASE("tls: connections are kept alive, and a new connection resumes the last session", "[tls]") {
