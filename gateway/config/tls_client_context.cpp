@@ -6,11 +6,13 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <memory>
 
 namespace gateway {
 
@@ -19,9 +21,22 @@ using boost::system::error_code;
 
 namespace {
 
-// A file named in the settings must be readable before OpenSSL is asked what it holds, so that the
-// message says which of the two went wrong.
+// The most a certificate, key or CA file may hold (a CA bundle is a few hundred KiB).
+constexpr std::uintmax_t max_file_bytes = 16 << 20;
+
+// A file named in the settings must be a readable regular file within max_file_bytes before OpenSSL is
+// asked what it holds, so that the message says which of the two went wrong (and a device such as
+// /dev/zero is never read).
 bool readable(const std::string& path, const std::string& key, tls_client_context::problem& why) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    why = {key, "'" + path + "': cannot open file: " + std::strerror(errno)};
+    return false;
+  }
+  if (!S_ISREG(st.st_mode) || static_cast<std::uintmax_t>(st.st_size) > max_file_bytes) {
+    why = {key, "'" + path + "': not a regular file of at most 16 MiB"};
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (in) return true;
   why = {key, "'" + path + "': cannot open file: " + std::strerror(errno)};
@@ -38,15 +53,25 @@ bool is_ip_address(const std::string& name) {
 
 std::string tls_client_context::files_digest(const tls_settings& settings) {
   if (settings.ca_file.empty() && settings.cert_file.empty() && settings.key_file.empty()) return {};
-  std::string all;
+  const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) return "-";
+  std::array<char, 64 * 1024> piece;
   for (const auto* path : {&settings.ca_file, &settings.cert_file, &settings.key_file}) {
     std::ifstream in(*path, std::ios::binary);
-    all += in ? "file:" + std::string(std::istreambuf_iterator<char>(in), {}) : std::string("none:");
-    all += std::to_string(all.size()) + ";";  // where each file ends
+    std::uintmax_t total = 0;
+    // At most max_file_bytes (and a little) of each: a file that grows past it is refused at load anyway.
+    while (in && total <= max_file_bytes) {
+      const auto n = in.read(piece.data(), piece.size()).gcount();
+      if (n <= 0) break;
+      EVP_DigestUpdate(md.get(), piece.data(), static_cast<std::size_t>(n));
+      total += static_cast<std::uintmax_t>(n);
+    }
+    const auto end = std::to_string(total) + (in.is_open() ? ";" : "-;");  // where each file ends
+    EVP_DigestUpdate(md.get(), end.data(), end.size());
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  if (EVP_Digest(all.data(), all.size(), digest, &size, EVP_sha256(), nullptr) != 1) return "-";
+  if (EVP_DigestFinal_ex(md.get(), digest, &size) != 1) return "-";
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 

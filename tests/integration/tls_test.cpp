@@ -317,7 +317,8 @@ TEST_CASE("tls: a server that accepts but never answers the handshake ends the c
   ::close(fd);
 }
 
-TEST_CASE("tls: gateway --check rejects a missing ca_file and a cert_file without key_file", "[tls][cli]") {
+TEST_CASE("tls: gateway --check rejects a missing ca_file or a device and a cert_file without key_file",
+          "[tls][cli]") {
   tls_files certs;
   temp_dir dir;
   const auto check = [&](const std::string& tls, const std::string& expected) {
@@ -331,6 +332,8 @@ TEST_CASE("tls: gateway --check rejects a missing ca_file and a cert_file withou
   check("ca_file: " + dir.file("missing.pem"),
         "tls.ca_file: '" + dir.file("missing.pem") + "': cannot open file");
   check("cert_file: " + certs.client_cert, "tls.cert_file: cert_file and key_file go together");
+  // A device is never read (it would not end).
+  check("ca_file: /dev/zero", "tls.ca_file: '/dev/zero': not a regular file of at most 16 MiB");
   const auto good =
       dir.write("good.yaml", tls_config{"https://127.0.0.1:9443", "ca_file: " + certs.ca_cert +
                                                                       ", cert_file: " + certs.client_cert +
