@@ -58,6 +58,24 @@ std::string pass_through_config(const mock_downstream& mock, const otlp_receiver
 )" + tracing_section(receiver, "0");
 }
 
+// A trace of two spans, polled for as wait_for_spans does: the server span and the one client span under
+// it (a SQL call, a pass-through exchange).
+struct two_spans {
+  nlohmann::json server;
+  nlohmann::json client;
+};
+two_spans server_and_client(const otlp_receiver& receiver, const std::string& trace) {
+  const auto spans = wait_for_spans(receiver, trace, 2);
+  INFO(receiver.errors());
+  REQUIRE(spans.size() == 2);
+  const auto servers = of_kind(spans, server_span);
+  const auto clients = of_kind(spans, client_span);
+  REQUIRE(servers.size() == 1);
+  REQUIRE(clients.size() == 1);
+  CHECK(clients.front()->at("parentSpanId") == servers.front()->at("spanId"));
+  return {*servers.front(), *clients.front()};
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -286,15 +304,7 @@ routes:
   REQUIRE(res.status == 200);
   CHECK(res.json()[0]["sku"] == "S1");
 
-  const auto spans = wait_for_spans(receiver, trace, 2);
-  INFO(receiver.errors());
-  REQUIRE(spans.size() == 2);
-  const auto servers = of_kind(spans, server_span);
-  const auto clients = of_kind(spans, client_span);
-  REQUIRE(servers.size() == 1);
-  REQUIRE(clients.size() == 1);  // no attempts under it: the call is the exchange
-  const auto& call = *clients.front();
-  CHECK(call.at("parentSpanId") == servers.front()->at("spanId"));
+  const auto [server, call] = server_and_client(receiver, trace);  // no attempts: the call is the exchange
   CHECK(call.at("name") == "inventory");
   CHECK(status_of(call) == 1);
   const auto a = attributes_of(call);
@@ -333,16 +343,8 @@ TEST_CASE(
   for (const auto& [trace, response, bytes_up] :
        {std::tuple{get_trace, got, std::size_t{0}}, std::tuple{post_trace, posted, body.size()}}) {
     INFO("trace " << trace);
-    const auto spans = wait_for_spans(receiver, trace, 2);
-    INFO(receiver.errors());
-    REQUIRE(spans.size() == 2);
-    const auto servers = of_kind(spans, server_span);
-    const auto clients = of_kind(spans, client_span);
-    REQUIRE(servers.size() == 1);
-    REQUIRE(clients.size() == 1);
-    const auto& exchange = *clients.front();
-    CHECK(servers.front()->at("parentSpanId") == "00f067aa0ba902b7");
-    CHECK(exchange.at("parentSpanId") == servers.front()->at("spanId"));
+    const auto [server, exchange] = server_and_client(receiver, trace);
+    CHECK(server.at("parentSpanId") == "00f067aa0ba902b7");
     CHECK(status_of(exchange) == 1);
     const auto a = attributes_of(exchange);
     const bool get = trace == get_trace;
@@ -354,8 +356,8 @@ TEST_CASE(
     CHECK(a.at("http.response.status_code") == "200");
     CHECK(a.at("gateway.request_bytes") == std::to_string(bytes_up));
     CHECK(a.at("gateway.response_bytes") == std::to_string(response.body.size()));
-    CHECK(start_of(exchange) >= start_of(*servers.front()));
-    CHECK(end_of(exchange) <= end_of(*servers.front()));
+    CHECK(start_of(exchange) >= start_of(server));
+    CHECK(end_of(exchange) <= end_of(server));
     // The downstream's parent is the exchange's span, not the client's; the trace's tracestate goes along.
     if (get) {
       CHECK(last_traceparent(stats, "coupon") == traceparent_of(trace, exchange));
@@ -415,21 +417,13 @@ TEST_CASE(
               .status == 500);
   const auto failed_sent = last_traceparent(mock.stats(), "coupon");
 
-  const auto spans = wait_for_spans(receiver, failed_trace, 2);
-  INFO(receiver.errors());
-  REQUIRE(spans.size() == 2);
-  const auto servers = of_kind(spans, server_span);
-  const auto clients = of_kind(spans, client_span);
-  REQUIRE(servers.size() == 1);
-  REQUIRE(clients.size() == 1);
-  const auto& exchange = *clients.front();
-  CHECK(exchange.at("parentSpanId") == servers.front()->at("spanId"));
+  const auto [server, exchange] = server_and_client(receiver, failed_trace);
   CHECK(failed_sent == "00-" + failed_trace + "-" + exchange.at("spanId").get<std::string>() + "-00");
   CHECK(status_of(exchange) == 2);
   const auto a = attributes_of(exchange);
   CHECK(a.at("http.response.status_code") == "500");
   CHECK(a.at("url.full") == mock.url() + "/coupon?sku=2");
-  CHECK(start_of(exchange) >= start_of(*servers.front()));
+  CHECK(start_of(exchange) >= start_of(server));
   std::this_thread::sleep_for(300ms);  // a batch with the healthy request would have come by now
   CHECK(spans_by_trace(receiver).count(healthy_trace) == 0);
 }
