@@ -4,12 +4,12 @@
 // nothing in a published generation changes afterwards.
 //
 // Ownership and lifetime:
-// - The server publishes the current generation (core/published.hpp); each I/O thread reads it through
-//   its own reader, which keeps a share of the generation it last took. A request takes it once, when its
-//   head has been read, and keeps it to its end: a reload never changes the routes or downstreams under a
-//   request. Every request that starts after the publication, on any I/O thread, takes the new one. The
-//   old generation goes when its last request has ended and every I/O thread has taken the new one (a
-//   reload asks each to at once).
+// - The server holds the current generation in one std::atomic<std::shared_ptr>, replaced by a reload. A
+//   request loads it once, when its head has been read, and keeps it to its end: a reload never changes
+//   the routes or downstreams under a request. Every request that starts after the replacement, on any
+//   I/O thread, takes the new one (one atomic for all threads, so no two threads see the generations in
+//   different orders). A connection keeps the generation of its last request while it idles; the old
+//   generation goes when the last request or connection holding it does.
 // - Downstreams are shared between generations while their settings stay the same (their pools, breakers,
 //   caches and counters with them). The server also keeps every downstream it built until it ends: a
 //   downstream no generation uses any more only has its idle connections closed, because callbacks of its

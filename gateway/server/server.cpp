@@ -5,7 +5,6 @@
 #include "gateway/config/tls_client_context.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
-#include "gateway/core/published.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/core/usable_cpus.hpp"
 #include "gateway/downstream/host_resolver.hpp"
@@ -34,6 +33,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -46,15 +46,12 @@ namespace net = boost::asio;
 namespace {
 
 struct worker {
-  explicit worker(const published<config_generation>& current) : generation(current) {}
-
   // Each socket is used by its own thread only (see acceptor): no reactor I/O locks. Other threads
   // still post to it (SQLite results, the hand-off of a connection, stop), so the scheduler keeps its lock.
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   heartbeat beat{ioc};
-  published<config_generation>::reader generation;  // the current one; this thread's handlers only
 };
 
 double unix_seconds_now() {
@@ -104,7 +101,8 @@ std::vector<std::string> tls_files_changed(const config_generation& running, std
 struct server::impl {
   gateway_config config;  // as started: the sections only a restart changes come from here
   server_state state;
-  published<config_generation> current;  // what new requests run on (see config_generation.hpp)
+  // What new requests run on, on every I/O thread (see config_generation.hpp).
+  std::atomic<std::shared_ptr<const config_generation>> current;
   std::vector<std::unique_ptr<worker>> workers;
   std::vector<net::io_context*> iocs;
   host_resolver resolver;  // its thread stops after the downstreams that share its addresses
@@ -218,11 +216,10 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
 }
 
 // Requests that start from now on, on every I/O thread, take `next`; those running finish on the
-// generation they started with. Each I/O thread is also asked to take it at once, so that one with no
-// requests lets the previous generation go: the downstreams only that one used close their idle
+// generation they started with. The downstreams only the previous generation used close their idle
 // connections once it has gone.
 void server::impl::publish(std::shared_ptr<const config_generation> next) {
-  const auto previous = current.publish(next);
+  const auto previous = current.exchange(next);
   if (previous) {
     const std::lock_guard hold(current_lock);
     for (const auto& old : previous->downstreams) {
@@ -230,7 +227,6 @@ void server::impl::publish(std::shared_ptr<const config_generation> next) {
         retiring.emplace_back(previous, old);
     }
   }
-  for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.generation.get(); });
 }
 
 // Housekeeping (the watch thread): retired downstreams whose last generation has gone close their idle
@@ -384,7 +380,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
   for (unsigned i = 0; i < threads; ++i) {
-    impl_->workers.push_back(std::make_unique<worker>(impl_->current));
+    impl_->workers.push_back(std::make_unique<worker>());
     impl_->iocs.push_back(&impl_->workers.back()->ioc);
   }
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
@@ -392,7 +388,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   auto first = impl_->build_generation(
       std::make_shared<const gateway_config>(cfg),
       version.empty() ? config_version(effective_config_json(cfg).dump()) : version, nullptr);
-  impl_->current.publish(first);
+  impl_->current.store(first);
   impl_->reloads.last_success = unix_seconds_now();
 
   if (cfg.server.tls.enabled) impl_->certificates = std::make_unique<certificate_reloader>(cfg.server.tls);
@@ -411,7 +407,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   for (std::size_t i = 0; i < threads; ++i) {
     auto& w = *impl_->workers[i];
     io_threads.push_back({&w.ioc,
-                          {&w.generation, &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
+                          {&impl_->current, &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
                            impl_->log.get(), i, impl_->certificates.get(), impl_->tracing.get()}});
     impl_->admin_view.heartbeats.push_back(&w.beat);
   }
@@ -446,8 +442,7 @@ server::~server() {
   impl_->watch.reset();  // its thread reloads
   impl_->admin.reset();  // its thread reads the rest
   // The downstreams go before the I/O threads' io_contexts, whose sockets and timers they hold.
-  for (auto& w : impl_->workers) w->generation.release();
-  impl_->current.publish(nullptr);
+  impl_->current.store(nullptr);
   const std::lock_guard hold(impl_->current_lock);
   impl_->retiring.clear();
   impl_->every_downstream.clear();

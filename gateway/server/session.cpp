@@ -316,7 +316,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
     const auto started = clock::now();
-    if (const auto& now = ctx.generation->get(); generation != now) generation = now;  // a reload's
+    if (auto now = ctx.generation->load(); generation != now) generation = std::move(now);  // a reload's
     const auto& handler = *generation->handler;
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());

@@ -3,7 +3,6 @@
 // server, or by the connection's I/O thread), but for the generations the connection holds a share of.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/published.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/server/config_generation.hpp"
@@ -11,6 +10,7 @@
 #include "gateway/server/server_state.hpp"
 #include "gateway/server/session_registry.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -20,9 +20,9 @@ class certificate_reloader;
 class tracer;
 
 struct session_context {
-  // The I/O thread's view of the current configuration generation (used only on that thread, see
-  // config_generation.hpp): a request takes it when its head has been read and keeps it to its end.
-  published<config_generation>::reader* generation = nullptr;
+  // The current configuration generation (the server's, see config_generation.hpp): a request takes it
+  // when its head has been read and keeps it to its end.
+  const std::atomic<std::shared_ptr<const config_generation>>* generation = nullptr;
   // The configuration the process started with: its server, limits and other sections that only a restart
   // changes (every generation carries the same ones).
   const gateway_config* config = nullptr;
