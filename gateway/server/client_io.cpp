@@ -1,4 +1,5 @@
 #include "gateway/server/client_io.hpp"
+#include "gateway/server/request_framing.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
@@ -91,10 +92,16 @@ client_io::read_result client_io::read_request(request_parser& parser, clock::ti
     on_first_byte();
     until = clock::now() + header_timeout;
   }
+  fold_watch folds;  // an obs-fold in the head is refused
   for (;;) {
     if (buffer_.size() > 0) {
       error_code ec;
-      buffer_.consume(parser.put(buffer_.data(), ec));
+      const bool head_done = parser.is_header_done();
+      const auto data = buffer_.data();
+      const auto taken = parser.put(data, ec);
+      if (!head_done) folds.taken(static_cast<const char*>(data.data()), taken);
+      buffer_.consume(taken);
+      if (folds.folded()) return {false, http::error::bad_field};
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
       if (parser.is_header_done() && !with_body) return {false, http::error::body_limit};

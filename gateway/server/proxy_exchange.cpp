@@ -2,6 +2,7 @@
 
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/owned_fields.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/observe/span_attributes.hpp"
@@ -34,20 +35,6 @@ std::string_view view(boost::beast::string_view s) {
   return {s.data(), s.size()};
 }
 
-// Whether a Connection field of `fields` names `name` (those fields are hop-by-hop too, RFC 9110 7.6.1).
-template <class Fields>
-bool named_by_connection(const Fields& fields, std::string_view name) {
-  for (const auto& field : boost::make_iterator_range(fields.equal_range(http::field::connection))) {
-    std::string_view list = view(field.value());
-    while (!list.empty()) {
-      const auto comma = list.find(',');
-      if (iequals(trim_ows(list.substr(0, comma)), name)) return true;
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    }
-  }
-  return false;
-}
-
 template <class Fields>
 bool hop_by_hop(const Fields& fields, std::string_view name) {
   return listed_ci(name, hop_by_hop_fields) || named_by_connection(fields, name);
@@ -55,8 +42,16 @@ bool hop_by_hop(const Fields& fields, std::string_view name) {
 
 // Client fields the gateway writes itself on a pass-through request (or, for Expect, answers itself).
 constexpr std::string_view own_request_fields[] = {"host", "expect", "x-request-id"};
+// The identity fields the forwarded style writes (a trusted proxy's are extended, not passed as sent).
 constexpr std::string_view forwarded_fields[] = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
                                                  "forwarded"};
+
+// Whether a client's identity field (core/owned_fields.hpp) is dropped: always from a peer that is not a
+// trusted proxy, whatever server.forwarded says; from a trusted one, those the forwarded style rewrites.
+bool identity_dropped(std::string_view name, const client_origin& origin, bool forwards) {
+  if (!identity_field(name)) return false;
+  return !origin.trusted || (forwards && listed_ci(name, forwarded_fields));
+}
 
 bool idempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" ||
@@ -67,30 +62,6 @@ void append_hex(std::string& out, std::size_t n) {
   std::array<char, 16> digits{};
   const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), n, 16).ptr;
   out.append(digits.data(), end);
-}
-
-// The downstream request's target: the downstream's base path, the path with the route's prefix
-// replaced by `rewrite` (an exact route: the whole path), the query as sent.
-std::string forwarded_target(const route_settings& route, const downstream_settings& to,
-                             std::string_view target) {
-  const auto path = target_path(target);
-  const auto query_at = target.find('?');
-  std::string out = to.base_path;
-  if (!route.proxy->rewrite) {
-    out += path;
-  } else {
-    const auto& rewrite = *route.proxy->rewrite;
-    std::string_view rest;
-    if (route.pattern.type() == route_pattern::kind::prefix && path.size() >= route.pattern.text().size())
-      rest = path.substr(route.pattern.text().size());
-    out += rewrite;
-    if (!rest.empty() && rest.front() == '/' && !rewrite.empty() && rewrite.back() == '/')
-      rest.remove_prefix(1);
-    if (!rest.empty() && rest.front() != '/' && (rewrite.empty() || rewrite.back() != '/')) out += '/';
-    out += rest;
-  }
-  if (query_at != std::string_view::npos) out += target.substr(query_at);
-  return out;
 }
 
 // Cuts a body read through a fixed buffer into pieces the other side gets with its own framing.
@@ -324,7 +295,7 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
   for (const auto& field : req) {
     const auto name = view(field.name_string());
     if (hop_by_hop(req, name) || listed_ci(name, own_request_fields) || removed(name)) continue;
-    if (forwarding.forwards() && listed_ci(name, forwarded_fields)) continue;
+    if (identity_dropped(name, origin, forwarding.forwards())) continue;
     if (trace_ != nullptr && (iequals(name, "traceparent") || iequals(name, "tracestate"))) continue;
     head.append("\r\n").append(name).append(": ").append(view(field.value()));
   }

@@ -26,6 +26,28 @@ std::string_view target_path(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
+std::string forwarded_target(const route_settings& route, const downstream_settings& to,
+                             std::string_view target) {
+  const auto path = target_path(target);
+  const auto query_at = target.find('?');
+  std::string out = to.base_path;
+  if (!route.proxy->rewrite) {
+    out += path;
+  } else {
+    const auto& rewrite = *route.proxy->rewrite;
+    std::string_view rest;
+    if (route.pattern.type() == route_pattern::kind::prefix && path.size() >= route.pattern.text().size())
+      rest = path.substr(route.pattern.text().size());
+    out += rewrite;
+    if (!rest.empty() && rest.front() == '/' && !rewrite.empty() && rewrite.back() == '/')
+      rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() != '/' && (rewrite.empty() || rewrite.back() != '/')) out += '/';
+    out += rest;
+  }
+  if (query_at != std::string_view::npos) out += target.substr(query_at);
+  return out;
+}
+
 std::string_view target_query(std::string_view target) {
   const auto q = target.find('?');
   return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
@@ -127,6 +149,9 @@ std::string extract_params(const route_settings& route, std::string_view query,
       if (p.required) return "missing required parameter '" + p.name + "'";
       continue;
     }
+    // "." and ".." form a dot segment in a downstream path whatever their encoding ("%2E%2E" included,
+    // which URL parsers resolve): never a value.
+    if (values[i] == "." || values[i] == "..") return "invalid value for parameter '" + p.name + "'";
     if (p.matcher && !p.matcher->matches(values[i])) return "invalid value for parameter '" + p.name + "'";
   }
   return {};

@@ -34,6 +34,13 @@ class router {
 std::string_view target_path(std::string_view target);
 std::string_view target_query(std::string_view target);
 
+// A pass-through route's downstream request-target: the downstream's base path, then the path with the
+// route's prefix replaced by its `rewrite` (an exact or template route: the whole path), then the query
+// as sent. `target` must be canonical (core/request_target.hpp, applied to every request's head): a
+// dot segment in it could otherwise climb out of the rewrite and the base path.
+std::string forwarded_target(const route_settings& route, const downstream_settings& to,
+                             std::string_view target);
+
 // Fills `values` (aligned with route.params) from the path's `captures` (percent-decoded; a catch-all's
 // segments each, joined by '/') and the query. Returns an error message for the client (missing required
 // parameter, pattern mismatch, malformed encoding, a "." or ".." segment or an encoded '/' in a

@@ -320,6 +320,20 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     const auto& handler = *generation->handler;
     auto received = started;  // the deadline counts from the whole request: after a body, from its end
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
+    // The edge's refusals (fields, target) before anything else looks at the head; the target is
+    // canonical from here on.
+    if (head_read && control.reason() == cancel_reason::none) {
+      if (const auto why = admit_head(parser.get()); !why.empty()) {
+        outbound_response r;
+        r.status = 400;
+        r.body = error_body(why);
+        const std::string_view method(parser.get().method_string().data(), parser.get().method_string().size());
+        send(r, false, method == "HEAD");
+        finish(r, method, started);
+        body_unread = !parser.is_done();
+        break;
+      }
+    }
     if (ctx.tracing != nullptr && head_read)
       trace.emplace(
           ctx.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));

@@ -1,4 +1,5 @@
 #include "gateway/server/tls_client_io.hpp"
+#include "gateway/server/request_framing.hpp"
 
 #include "gateway/core/direct_wake.hpp"
 
@@ -170,10 +171,16 @@ tls_client_io::read_result tls_client_io::read_request(request_parser& parser, c
     on_first_byte();
     until = clock::now() + header_timeout;
   }
+  fold_watch folds;  // an obs-fold in the head is refused
   for (;;) {
     if (c.buffer.size() > 0 && !c.reading) {
       error_code ec;
-      c.buffer.consume(parser.put(c.buffer.data(), ec));
+      const bool head_done = parser.is_header_done();
+      const auto data = c.buffer.data();
+      const auto taken = parser.put(data, ec);
+      if (!head_done) folds.taken(static_cast<const char*>(data.data()), taken);
+      c.buffer.consume(taken);
+      if (folds.folded()) return {false, http::error::bad_field};
       if (parser.is_done()) return {true, {}};
       if (ec && ec != http::error::need_more) return {false, ec};
       if (parser.is_header_done() && !with_body) return {false, http::error::body_limit};

@@ -20,8 +20,8 @@ class Case:
         self.refusal_statuses = refusal_statuses
 
 
-def request(method=b"GET", target=OFFER, version=b"HTTP/1.1", fields=(), body=b"", eol=b"\r\n"):
-    return (method + b" " + target + b" " + version + eol + b"Host: gw" + eol
+def request(method=b"GET", target=OFFER, version=b"HTTP/1.1", fields=(), body=b"", eol=b"\r\n", host=b"Host: gw"):
+    return (method + b" " + target + b" " + version + eol + (host + eol if host else b"")
             + b"".join(f + eol for f in fields) + eol + body)
 
 
@@ -56,7 +56,7 @@ def hand_written():
     add("cl-body-is-a-request", post([b"Content-Length: %d" % len(smuggled)], smuggled) + get, ["body"])
     add("cl-zero", post([b"Content-Length: 0"], b"") + get)
     add("cl-leading-zeros", post([b"Content-Length: 007"], body) + get, ["body"])
-    add("cl-duplicate-equal", post([cl, cl], body) + get, ["body"])
+    add("cl-duplicate-equal", post([cl, cl], body) + get, ["cl-repeated", "body"])
     add("cl-list-equal", post([b"Content-Length: 7, 7"], body) + get, ["cl-list", "body"])
     add("cl-conflicting", post([cl, b"Content-Length: 8"], body + b"x") + get)
     add("cl-plus", post([b"Content-Length: +7"], body) + get)
@@ -127,6 +127,27 @@ def hand_written():
     add("expect-100", post([cl, b"Expect: 100-continue"], body) + get, ["body"])
     add("expect-100-get", request(fields=[b"Expect: 100-continue"]) + get)
     add("head-cut", get[:-2])
+    # The edge's refusals: names a lenient server could read as framing, Host, credentials, targets.
+    for name, field in [("te-underscore", b"Transfer_Encoding: chunked"), ("cl-underscore", b"Content_Length: 7"),
+                        ("cl-double-hyphen", b"Content--Length: 7"), ("cl-dot", b"Content.Length: 7"),
+                        ("te-trailing-hyphen", b"Transfer-Encoding-: chunked"), ("host-lookalike", b"Host_: evil")]:
+        add(name, request(fields=[field]) + get, ["lookalike"])
+    add("host-missing", request(host=None) + get)
+    add("host-repeated", request(fields=[b"Host: evil.example"]) + get)
+    add("host-list", request(host=b"Host: gw, evil.example") + get, ["host-value"])
+    add("host-userinfo", request(host=b"Host: user@gw") + get, ["host-value"])
+    add("authorization-repeated", request(fields=[b"Authorization: Bearer a", b"Authorization: Bearer b"]) + get,
+        ["credentials"])
+    add("target-fragment", request(target=OFFER + b"#x") + get, ["target"])
+    add("target-backslash", request(target=b"/api\\offer/aggregate?sku=A1") + get, ["target"])
+    add("target-encoded-slash", request(target=b"/api%2Foffer/aggregate?sku=A1") + get, ["target"])
+    add("target-dot-params", request(target=b"/api/..;/offer/aggregate?sku=A1") + get, ["target"])
+    add("target-double-encoded-dots", request(target=b"/api/%252e%252e/offer/aggregate?sku=A1") + get, ["target"])
+    add("target-other-scheme", request(target=b"ftp://gw" + OFFER) + get, ["target"])
+    add("target-dot-segments", request(target=b"/api/x/../offer/./aggregate?sku=A1") + get)
+    add("target-encoded-dots", request(target=b"/api/x/%2e%2e/offer/%2E/aggregate?sku=A1") + get)
+    add("target-encoded-unreserved", request(target=b"/api/%6Fffer/aggregate?sku=A1") + get)
+    add("absolute-form-other-host", request(target=b"http://other.example" + OFFER) + get)
     return cases
 
 

@@ -35,6 +35,18 @@ ALLOWED_REFUSALS = {
     "te+cl": ("a request with both Transfer-Encoding and Content-Length: RFC 9112 6.3 lets a server reject it "
               "(a smuggling attempt); h11 frames it as chunked", {400}),
     "cl-list": ("Content-Length given as a list ('5, 5'): RFC 9110 8.6 lets a recipient reject it", {400}),
+    "cl-repeated": ("Content-Length repeated, even with equal values: RFC 9110 8.6 lets a recipient reject it; "
+                    "a front door does, since the servers behind it may frame by either field", {400}),
+    "lookalike": ("a field name that is Content-Length, Transfer-Encoding, Host or Connection once case, '_', "
+                  "'-' and other delimiters are ignored: a lenient server behind or beside the gateway could "
+                  "read it as that field (h11 takes it as any other token)", {400}),
+    "host-value": ("a Host value that is not one host and port (a list, userinfo): RFC 9112 3.2 says 400 for "
+                   "an invalid Host value; h11 does not look at it", {400}),
+    "credentials": ("Authorization repeated: not a list field (RFC 9110 11.6.2), so joined it would be one "
+                    "credential nobody sent", {400}),
+    "target": ("a request-target the gateway will not guess at (a fragment, a backslash, an encoded '/', a "
+               "dot segment with parameters or encoded twice, a scheme other than http/https): RFC 9112 3.2 "
+               "and RFC 3986; h11 checks only its characters", {400}),
     "bare-lf": ("a line ended by LF alone: RFC 9112 2.2 makes recognising it optional (MAY); Beast requires "
                 "CRLF", {400}),
     "obs-fold": ("obs-fold in a request: RFC 9112 5.2 lets a server reject it with 400 (h11 unfolds it)",

@@ -1,6 +1,6 @@
 // libFuzzer target: the path of a client request up to the fan-out. Beast's request parser with the
 // limits and options the session sets, then what the gateway does with each parsed request: the check of
-// its transfer codings, the route lookup on the routes of config/gateway.yaml, the split of the target,
+// its transfer codings, the edge's admission of its fields and target (admit_head), the route lookup on the routes of config/gateway.yaml, the split of the target,
 // the query parameters and the downstream targets expanded from them, and the JSON strings that carry
 // request text into error bodies and log lines. (make_request_id and error_body live in
 // request_handler.cpp next to the fan-out, whose sources and libraries they would bring along.)
@@ -209,7 +209,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(framing == 0 || framing == 400 || framing == 501);
     FUZZ_CHECK(framing != 0 || req.count(http::field::transfer_encoding) == 0 || parser.chunked());
     if (framing != 0) return 0;  // answered 400 or 501, and the connection closes
+    // The edge's admission (fields, the target made canonical): a refusal is a 400 and a close.
+    if (const auto why = gateway::admit_head(parser.get()); !why.empty()) {
+      check_json_string(why);
+      return 0;
+    }
     const std::string_view target(req.target().data(), req.target().size());
+    FUZZ_CHECK(target == "*" || target.starts_with('/'));
     handle(std::string_view(req.method_string().data(), req.method_string().size()), target);
     check_json_string(target);
     check_json_string(header(req, "X-Request-Id"));
