@@ -5,6 +5,7 @@
 #include "gateway/core/http_text.hpp"
 #include "gateway/server/call_headers.hpp"
 
+#include <boost/beast/http/field.hpp>
 #include <boost/range/iterator_range.hpp>
 
 #include <string>

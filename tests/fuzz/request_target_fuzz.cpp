@@ -47,9 +47,9 @@ downstreams:
 routes:
   - path_prefix: /files/
     proxy: {downstream: be, rewrite: /blob/}
-  - path: /item/{id}/info
+  - path_prefix: /item/
     proxy: {downstream: be}
-  - path: /raw/{rest*}
+  - path: /raw
     proxy: {downstream: be, rewrite: /r}
 )",
                                                  "fuzz.yaml");
