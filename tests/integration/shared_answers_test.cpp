@@ -1,9 +1,9 @@
 // Answers shared between clients (the cache, stale-if-error, coalescing) against the real gateway and
 // mock: two calls share an answer only when they send the downstream the same thing. A SQL call's stale
 // answer is keyed by the names its query binds, not by the route's parameter order; the forwarded fields
-// (X-Forwarded-Host: host-based tenants) split the cache; an answer that varies on more than the key
-// (Vary: *) is not cached; a cookie reaches only the client whose call received it, never a coalesced
-// follower.
+// (X-Forwarded-Host: host-based tenants; X-Forwarded-For, unless the call removes it) split the cache; an
+// answer that varies on more than the key (Vary: *) is not cached; a cookie reaches only the client whose
+// call received it, never a coalesced follower.
 
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/integration/sql_support.hpp"
@@ -153,6 +153,32 @@ TEST_CASE("shared answers: X-Forwarded-Host is part of the cache key (host-based
   CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == 2);  // tenant b's own call
   check_offer(http_get(gw.port(), target, {{"Host", "tenant-a.example"}}), "T1");
   CHECK(mock.path_counter(mock.stats(), "coupon", "requests") == 2);  // tenant a's, from the cache
+}
+
+TEST_CASE("shared answers: X-Forwarded-For keeps answers per client unless the call removes it",
+          "[shared][cache]") {
+  mock_downstream mock({"--delay", "2ms"});
+  mock.set_headers("x", {"Cache-Control: max-age=60"});
+  mock.set_headers("y", {"Cache-Control: max-age=60"});
+  gateway_process gw(
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\n  trusted_proxies: [127.0.0.1]\n"
+      "downstreams:\n  mock:\n    url: " +
+      mock.url() +
+      "\n    cache: true\n"
+      "routes:\n"
+      "  - path: /api/shared\n"
+      "    calls:\n"
+      "      - {name: x, downstream: mock, path: '/x?sku=X'}\n"
+      "      - {name: y, downstream: mock, path: '/y?sku=Y', headers: {remove: [X-Forwarded-For]}}\n");
+  // Two clients behind the trusted proxy, each asking twice.
+  for (const auto* client : {"203.0.113.1", "203.0.113.2", "203.0.113.1", "203.0.113.2"}) {
+    const auto res = http_get(gw.port(), "/api/shared", {{"X-Forwarded-For", client}});
+    REQUIRE(res.status == 200);
+    CHECK_FALSE(res.has_header("X-Degraded"));
+  }
+  const auto stats = mock.stats();
+  CHECK(mock.path_counter(stats, "x", "requests") == 2);  // one per client address
+  CHECK(mock.path_counter(stats, "y", "requests") == 1);  // shared by both
 }
 
 TEST_CASE("shared answers: an answer that varies on more than the key is not cached", "[shared][cache]") {
