@@ -12,7 +12,9 @@ namespace gateway {
 namespace {
 
 // Whether followers may have a copy of `result`: not when it is its own client's (see the header).
-bool for_followers(const call_result& result) { return result.shareable && !result.sets_cookie; }
+bool for_followers(const call_result& result) {
+  return result.shareable && !result.sets_cookie;
+}
 
 }  // namespace
 

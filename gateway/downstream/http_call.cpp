@@ -19,7 +19,8 @@ using boost::system::error_code;
 
 void http_call::start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
                       std::size_t index, std::string lead) {
-  (new http_call(head, lane, request, sink, index, std::move(lead)))->start_attempt(false);  // last: it may report
+  (new http_call(head, lane, request, sink, index, std::move(lead)))
+      ->start_attempt(false);  // last: it may report
 }
 
 http_call::http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,

@@ -27,13 +27,13 @@ namespace {
 
 // Text that an encoding by separators or by length prefixes could confuse.
 const std::vector<std::string> tricky = {
-    "",     "a",       "ab",   "abc", "b",    ":",     "1:",   "0:",       "1:a",  "2:ab", "a:",  "\r\n",
-    "\r\n\r\n", "\r\nX: 1", "X: 1", ",",  ";",    "=",     "a=b",  "\x1f",     "a\x1f", "\x01", "\x02", "\x03",
-    "?",    "/",       "/a",   "/a?", "\0"s,  "\0\0"s, "-",     "c",    "GET",      "12",   "123:"};
+    "",         "a",        "ab",   "abc", "b",   ":",     "1:",  "0:",   "1:a",   "2:ab", "a:",   "\r\n",
+    "\r\n\r\n", "\r\nX: 1", "X: 1", ",",   ";",   "=",     "a=b", "\x1f", "a\x1f", "\x01", "\x02", "\x03",
+    "?",        "/",        "/a",   "/a?", "\0"s, "\0\0"s, "-",   "c",    "GET",   "12",   "123:"};
 
 // The header fields a call may send (call_request::headers), the forwarded ones included.
-const std::vector<std::string> field_names = {"Authorization",    "Cookie",           "X-Api-Key",
-                                              "X-Tenant",         "X-Forwarded-For",  "X-Forwarded-Proto",
+const std::vector<std::string> field_names = {"Authorization",    "Cookie",          "X-Api-Key",
+                                              "X-Tenant",         "X-Forwarded-For", "X-Forwarded-Proto",
                                               "X-Forwarded-Host", "Forwarded"};
 
 // A request as the tests build it; request() points a call_request at it (it must outlive that).
@@ -97,7 +97,9 @@ model model_of(spec& s) {
   return {true, {}, q, k};
 }
 
-std::string key_of(spec& s) { return share_key(s.request()); }
+std::string key_of(spec& s) {
+  return share_key(s.request());
+}
 
 spec sql_spec(std::vector<std::string> names, std::vector<std::pair<std::string, std::string>> route) {
   spec s;
@@ -136,7 +138,8 @@ spec random_spec(std::mt19937& rng) {
     s.method = pick(2) == 0 ? "GET" : text();
     s.target = text();
     s.body = text();
-    for (std::size_t i = pick(3); i > 0; --i) s.fields.emplace_back(field_names[pick(field_names.size())], text());
+    for (std::size_t i = pick(3); i > 0; --i)
+      s.fields.emplace_back(field_names[pick(field_names.size())], text());
   }
   if (pick(2) == 0) s.policy = response_header_policy{names(), names(), pick(2) == 0};
   return s;
@@ -151,10 +154,18 @@ TEST_CASE("share key: requests that differ in any one thing sent never share", "
       {"method", [](spec& s, const std::string& v) { s.method = v; }},
       {"target", [](spec& s, const std::string& v) { s.target = v; }},
       {"body", [](spec& s, const std::string& v) { s.body = v; }},
-      {"policy forward", [](spec& s, const std::string& v) { s.policy = response_header_policy{{v}, {}, false}; }},
+      {"policy forward",
+       [](spec& s, const std::string& v) {
+         s.policy = response_header_policy{{v}, {}, false};
+       }},
       {"policy set_cookie",
-       [](spec& s, const std::string& v) { s.policy = response_header_policy{{}, {v}, false}; }},
-      {"policy lists", [](spec& s, const std::string& v) { s.policy = response_header_policy{{"a", v}, {"b"}, true}; }},
+       [](spec& s, const std::string& v) {
+         s.policy = response_header_policy{{}, {v}, false};
+       }},
+      {"policy lists",
+       [](spec& s, const std::string& v) {
+         s.policy = response_header_policy{{"a", v}, {"b"}, true};
+       }},
   };
   // Every header field the call sends, the forwarded ones included, one at a time (the others fixed).
   for (const auto& changed : field_names) {
