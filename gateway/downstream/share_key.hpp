@@ -6,15 +6,16 @@
 //
 // In the key:
 // - an HTTP call: its method, target (path and query), body, and every header field of
-//   call_request::headers as sent (the header policy's forwarded and fixed fields, then the forwarded
-//   ones: X-Forwarded-For/-Proto/-Host or Forwarded). With server.forwarded on, answers are therefore
+//   call_request::headers as sent (the client fields the header policy passes on and its fixed fields,
+//   then the forwarded ones: X-Forwarded-For/-Proto/-Host or Forwarded). With server.forwarded on, answers are therefore
 //   kept per client address (X-Forwarded-For) and per Host (X-Forwarded-Host); a call whose answers may
 //   be shared across clients removes those fields (its headers.remove).
 // - a SQL call: its statement and each name it binds, in position order, with the value bound to it
 //   (bound_value(); NULL told apart from every text). Route parameters the statement does not bind, and
 //   header fields (a SQL call sends none), are not in it.
 // - either: the answer fields the call keeps (call_request::answer_fields), by contents (a reload makes
-//   equal policies at new addresses), since a shared answer carries them.
+//   equal policies at new addresses; an empty policy keeps what none keeps), since a shared answer
+//   carries them.
 // Not in the key:
 // - what the gateway writes anew for every request (core/owned_fields.hpp, per_request_fields):
 //   X-Request-Id, traceparent, tracestate and X-Request-Timeout-Ms. In the key they would make nothing
