@@ -4,6 +4,7 @@
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/call_trace.hpp"
+#include "gateway/downstream/share_key.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -63,27 +64,12 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   } else {
     req.traceparent = request.traceparent;
   }
-  if (request.headers != nullptr) {
-    req.headers = request.headers[index].headers;
-    req.vary = request.headers[index].vary;
-  }
+  if (request.headers != nullptr) req.headers = request.headers[index].headers;
+  req.sql = (*request.targets)[index]->query();
   if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
   req.worker = request.worker;
   req.cancel = &cancels_[index];
   return req;
-}
-
-// What a call asks, as the key of its last good answer: an HTTP call's target, else (SQL) its parameters.
-std::string fanout::stale_key(const call_request& call) {
-  if (!call.target.empty()) return answer_key(call);
-  std::string key = "?";
-  if (call.params != nullptr) {
-    for (const auto& value : *call.params) {
-      key += value;
-      key += '\x1f';
-    }
-  }
-  return key;
 }
 
 void fanout::call_finished(std::size_t index, call_result&& result) {
@@ -123,14 +109,16 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   }
 }
 
-// stale_if_error and cache: a good answer is kept for its target; a failed call (not one cancelled because
-// nobody needs it any more) gets the last good answer for its target instead, if there is one young
-// enough. A call answered from the store has no key (nothing to keep again).
+// stale_if_error and cache: a good answer is kept under its share_key() (what the call sent); a failed
+// call (not one cancelled because nobody needs it any more) gets the last good answer for its key instead,
+// if there is one young enough. A call answered from the store has no key (nothing to keep again). An
+// answer that varies on more than the key (call_result::shareable) is not kept.
 void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended) {
   auto* cache = (*request_->targets)[index]->stale();
   const auto& key = stale_keys_[index];
   if (cache == nullptr || key.empty()) return;
   if (result.ok()) {
+    if (!result.shareable) return;
     // Its kept fields are stored with it, its cookies not: a cookie is meant for one client.
     if (result.headers.empty()) return cache->put(key, result.body, ended, result.fresh_for);
     return cache->put(key, result.body, ended, result.fresh_for, without_set_cookie(result.headers));
@@ -174,7 +162,7 @@ void fanout::start_call(std::size_t index) {
   body_text.clear();
   const auto call = make_request(index, target_text, body_text);
   if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
-    stale_keys_[index] = stale_key(call);
+    stale_keys_[index] = share_key(call);
     stale_cache::fresh_fields kept;
     if (auto fresh = cache->get_fresh(stale_keys_[index], started_,
                                       call.answer_fields != nullptr ? &kept : nullptr)) {  // without a call

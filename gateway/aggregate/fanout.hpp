@@ -31,10 +31,9 @@
 
 namespace gateway {
 
-// A call's own header fields (call_request::headers and vary).
+// A call's own header fields (call_request::headers).
 struct call_header_fields {
   std::string_view headers;
-  std::string_view vary;
 };
 
 struct fanout_request {
@@ -74,7 +73,6 @@ class fanout final : private call_sink {
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
-  static std::string stale_key(const call_request& call);
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
@@ -92,7 +90,7 @@ class fanout final : private call_sink {
   per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
   per_call<std::uint8_t> finished_;
   per_call<circuit_breaker::ticket> tickets_;  // what each call's breaker allowed (to record the outcome)
-  per_call<std::string> stale_keys_;           // what each call asked, for a downstream keeping stale answers
+  per_call<std::string> stale_keys_;           // each call's share_key(), for a downstream keeping answers
   std::vector<call_result> results_;
   std::size_t pending_ = 0;
   const fanout_request* request_ = nullptr;  // while run() runs

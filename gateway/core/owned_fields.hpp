@@ -30,6 +30,11 @@ inline constexpr std::string_view written_fields[] = {
     "host", "expect", "accept", "accept-encoding", "content-type", "x-request-timeout-ms", "traceparent",
     "tracestate"};
 
+// What the gateway writes anew on every request towards a downstream (lower-case): the request's id, its
+// trace context and the time left. Left out of the key of shared answers (downstream/share_key.hpp).
+inline constexpr std::string_view per_request_fields[] = {"x-request-id", "traceparent", "tracestate",
+                                                          "x-request-timeout-ms"};
+
 inline bool identity_field(std::string_view name) { return listed_ci(name, identity_fields); }
 
 // Whether a header policy may not forward or set `name`: framing, identity or written by the gateway.

@@ -60,6 +60,10 @@ struct call_result {
   // "Name: value\r\n" each; empty when the call's route asks for none. From the cache: those stored with
   // the answer.
   std::string headers;
+  bool sets_cookie = false;  // `headers` holds a Set-Cookie: meant for this call's client alone
+  // The answer may be shared with other calls of its key (downstream/share_key.hpp): false when its Vary
+  // names "*" or a field the key leaves out (freshness.hpp, varies_beyond_key).
+  bool shareable = true;
   bool from_cache = false;  // served from the downstream's cache without a call ...
   std::uint32_t age = 0;    // ... this many whole seconds after it was received
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,11 +43,11 @@ struct call_request {
   // The call's spans when its request is traced (call_trace.hpp: HTTP attempts, a SQL call's wait); null
   // when it is not. Lives in the fan-out, which waits for the call.
   call_trace* trace = nullptr;
-  // HTTP: more header fields, each "\r\nName: value" (the header policy's and the forwarded ones), and
-  // the part of them an answer may depend on (the policy's, a prefix of `headers`): answers are shared
-  // (coalescing, cache, stale) only between calls whose target and `vary` are equal.
+  // HTTP: more header fields, each "\r\nName: value" (the header policy's, then the forwarded ones).
   std::string_view headers;
-  std::string_view vary;
+  // SQL: the query the call runs (its statement and the names it binds; the downstream's settings); null
+  // for HTTP.
+  const sql_settings* sql = nullptr;
   // The answer's fields to keep for the client (the call's effective response_headers, in the
   // configuration); null when it asks for none, the default, which costs nothing per field.
   const response_header_policy* answer_fields = nullptr;
@@ -54,20 +55,16 @@ struct call_request {
   cancel_source* cancel = nullptr;
 };
 
-// What identifies a call's answer among others to the same downstream: its target, its `vary` headers, and
-// which answer fields it keeps (a shared answer carries the fields kept with it, so calls that keep
-// different ones do not share). The policy is named by its contents, not its address: a configuration
-// reload frees policies and may make new ones at the same addresses.
-inline std::string answer_key(const call_request& request) {
-  std::string key(request.target);
-  if (!request.vary.empty()) key.append(request.vary);  // starts with "\r\n": never part of a target
-  if (const auto* policy = request.answer_fields; policy != nullptr) {
-    // "\r\n\x01" never starts a vary field (its names are tokens), nor do the field names it lists.
-    key.append("\r\n\x01").append(policy->cache_control ? "c" : "-");
-    for (const auto& name : policy->forward) key.append("\x02").append(name);
-    for (const auto& name : policy->set_cookie) key.append("\x03").append(name);
+// The value a SQL call binds to its query's `name`: the last of the route's parameters of that name with
+// a value; nullopt (NULL) when none has one. The call binds it, and share_key() keys its answer by it.
+inline std::optional<std::string_view> bound_value(const call_request& request, std::string_view name) {
+  std::optional<std::string_view> value;
+  if (request.param_specs == nullptr || request.params == nullptr) return value;
+  const auto& specs = *request.param_specs;
+  for (std::size_t i = 0; i < specs.size() && i < request.params->size(); ++i) {
+    if (specs[i].name == name && !(*request.params)[i].empty()) value = (*request.params)[i];
   }
-  return key;
+  return value;
 }
 
 // Receives the result of a call started with downstream::start().
@@ -111,6 +108,11 @@ class downstream {
   // Its last good answers (stale_if_error), kept and served by the fan-out; null when it keeps none.
   stale_cache* stale() const { return stale_.get(); }
   void set_stale(std::unique_ptr<stale_cache> cache) { stale_ = std::move(cache); }
+  // A SQL downstream's query (call_request::sql); null for HTTP.
+  const sql_settings* query() const { return query_; }
+
+ protected:
+  const sql_settings* query_ = nullptr;  // set by a SQL downstream: its own settings'
 
  private:
   std::unique_ptr<circuit_breaker> breaker_;

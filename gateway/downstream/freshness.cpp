@@ -1,6 +1,7 @@
 #include "gateway/downstream/freshness.hpp"
 
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/owned_fields.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -41,6 +42,16 @@ std::optional<std::uint32_t> freshness_seconds(std::string_view cache_control) {
     if (boost::beast::iequals(name, "max-age")) max_age = bounded;
   }
   return s_maxage ? s_maxage : max_age;
+}
+
+bool varies_beyond_key(std::string_view vary) {
+  while (!vary.empty()) {
+    const auto comma = vary.find(',');
+    const auto name = trim_ows(vary.substr(0, comma));
+    vary = comma == std::string_view::npos ? std::string_view() : vary.substr(comma + 1);
+    if (name == "*" || listed_ci(name, per_request_fields)) return true;
+  }
+  return false;
 }
 
 }  // namespace gateway

@@ -322,7 +322,11 @@ void http_attempt::answered(bool drained) {
   // Built only now: a call in flight does not carry a result.
   auto result = unusable ? unusable_answer(status, unusable, kind)
                          : answer_result(status, std::move(parser_->body()), parser_->fresh_for());
-  if (result.ok()) result.headers = std::move(parser_->captured());  // empty unless asked for
+  if (result.ok()) {
+    result.headers = std::move(parser_->captured());  // empty unless asked for
+    result.sets_cookie = parser_->captured_cookie();
+    result.shareable = parser_->shareable();
+  }
   finish(std::move(result), now);
 }
 

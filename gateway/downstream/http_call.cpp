@@ -18,12 +18,13 @@ namespace net = boost::asio;
 using boost::system::error_code;
 
 void http_call::start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                      std::size_t index) {
-  (new http_call(head, lane, request, sink, index))->start_attempt(false);  // last: it may report
+                      std::size_t index, std::string lead) {
+  (new http_call(head, lane, request, sink, index, std::move(lead)))
+      ->start_attempt(false);  // last: it may report
 }
 
 http_call::http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                     std::size_t index)
+                     std::size_t index, std::string lead)
     : lane_(lane),
       sink_(&sink),
       index_(index),
@@ -31,6 +32,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       deadline_(request.deadline),
       started_(request.now),
       idempotent_(request.idempotent),
+      coalesce_key_(std::move(lead)),
       answer_fields_(request.answer_fields),
       trace_(request.trace) {
   const std::size_t size = head.size(request);
@@ -49,8 +51,6 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
         (settings.tls.enabled ? "https://" : "http://") + host_field_value(settings) + settings.base_path,
         request.target));
   }
-  // Only reads share an answer; a coalesced call's key is never empty (a target starts with '/').
-  if (lane_.coalescer() != nullptr && request.method == "GET") coalesce_key_ = answer_key(request);
   lane_.call_started(started_);
   // The fan-out's cancellation (deadline, client gone, shutdown, settled) ends every attempt and a pending
   // hedge or retry. Attempts end asynchronously: nothing here reports.

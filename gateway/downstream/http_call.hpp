@@ -47,9 +47,10 @@ class request_head;
 class http_call {
  public:
   // Starts a call on the current thread's `lane`. Reports through `sink` exactly once, possibly before
-  // returning; copies what it needs from `request`. `lane` must outlive the call.
+  // returning; copies what it needs from `request`. `lane` must outlive the call. `lead`: the key of the
+  // calls this one leads (call_coalescer), told its result before its sink; empty: it leads nobody.
   static void start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                    std::size_t index);
+                    std::size_t index, std::string lead = {});
 
   // An attempt's report: its last act (see http_attempt).
   void attempt_done(std::size_t slot, http_attempt::report&& report);
@@ -58,7 +59,7 @@ class http_call {
   enum class timer_use : std::uint8_t { none, hedge, backoff };
 
   http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-            std::size_t index);
+            std::size_t index, std::string lead);
   ~http_call() = default;
 
   void start_attempt(bool retry);
@@ -85,7 +86,7 @@ class http_call {
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];
-  std::string coalesce_key_;  // its answer_key(), when the lane coalesces: this call leads the calls for it
+  std::string coalesce_key_;  // the share_key() of the calls it leads (call_coalescer); empty: none
   const response_header_policy* answer_fields_;  // call_request::answer_fields (in the configuration)
   call_trace* trace_;                            // call_request::trace until the report; null: untraced
   std::size_t traceparent_at_ = 0;               // traced: where the head's traceparent value starts

@@ -36,9 +36,10 @@ http_downstream::http_downstream(const downstream_settings& settings,
     lanes_.push_back(
         std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_, breakers_.get()));
     if (settings_.coalesce) {
-      lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](
-                                           const call_request& request, call_sink& sink, std::size_t index) {
-        http_call::start(head_, *lane, request, sink, index);
+      lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](const call_request& request,
+                                                                          call_sink& sink, std::size_t index,
+                                                                          std::string lead) {
+        http_call::start(head_, *lane, request, sink, index, std::move(lead));
       });
     }
   }

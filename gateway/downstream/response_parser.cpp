@@ -102,6 +102,8 @@ void response_parser::start_message() {
   fresh_for_.reset();
   coding_ = content_coding::identity;
   captured_.clear();  // an interim response's fields are not the answer's
+  captured_cookie_ = false;
+  shareable_ = true;
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
@@ -326,9 +328,12 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
     return;
   }
   // Fields kept for the client's answer: only with a capture policy (most calls have none).
-  if (o.capture_)
+  if (o.capture_) {
+    const auto kept = o.captured_.size();
     keep_answer_field(*o.capture_, std::string_view(name.data(), name.size()),
                       std::string_view(value.data(), value.size()), o.captured_);
+    if (f == http::field::set_cookie && o.captured_.size() != kept) o.captured_cookie_ = true;
+  }
   switch (f) {
     case http::field::content_length:
       // Beast takes a list of equal numbers ("7, 7") and any number of digits; one number per field here.
@@ -348,6 +353,9 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       if (const auto seconds = freshness_seconds(std::string_view(value.data(), value.size()))) {
         o.fresh_for_ = std::min(o.fresh_for_.value_or(*seconds), *seconds);
       }
+      break;
+    case http::field::vary:
+      if (varies_beyond_key(std::string_view(value.data(), value.size()))) o.shareable_ = false;
       break;
     case http::field::content_encoding:
       // A second field would layer codings (RFC 9110 8.4): not decoded here.

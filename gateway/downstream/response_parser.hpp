@@ -55,6 +55,10 @@ class response_parser {
   void capture(const response_header_policy* policy) { capture_ = policy; }
   // The final head's kept fields, "Name: value\r\n" each, in the order received.
   std::string& captured() { return captured_; }
+  // The kept fields hold a Set-Cookie.
+  bool captured_cookie() const { return captured_cookie_; }
+  // False when a Vary field makes the answer unfit to share under its key (varies_beyond_key()).
+  bool shareable() const { return shareable_; }
 
  private:
   // Beast's parser for one message (a new one for each head: Beast ends a message at an interim
@@ -116,6 +120,8 @@ class response_parser {
   std::string body_;
   const response_header_policy* capture_ = nullptr;
   std::string captured_;
+  bool captured_cookie_ = false;
+  bool shareable_ = true;
 };
 
 }  // namespace gateway

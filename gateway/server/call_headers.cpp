@@ -124,10 +124,8 @@ const call_header_fields* call_headers::render(const route_settings& route, forw
       if (auto value = client_value(client, name); !value.empty()) add_field(out, name, value);
     }
     for (const auto& f : policy.set) add_field(out, f.name, f.value);
-    const auto vary_size = out.size();
     append_forwarded(out, policy);
     fields_[i].headers = out;
-    fields_[i].vary = std::string_view(out).substr(0, vary_size);
   }
   return fields_.data();
 }

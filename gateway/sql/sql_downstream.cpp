@@ -48,7 +48,9 @@ connection_slots::counts connection_slots::count() const {
 sql_downstream::sql_downstream(const downstream_settings& settings)
     : settings_(settings),
       slots_(settings.sql.pool_size),
-      semaphore_(settings.sql.effective_permits(), settings.sql.max_waiting) {}
+      semaphore_(settings.sql.effective_permits(), settings.sql.max_waiting) {
+  query_ = &settings_.sql;
+}
 
 bool sql_downstream::ready() const {
   const auto counts = pool_counts();
@@ -73,14 +75,8 @@ call_result sql_downstream::call(const call_request& request, boost::asio::yield
   std::vector<std::optional<std::string>> values;
   values.reserve(settings_.sql.params.size());
   for (const auto& name : settings_.sql.params) {
-    std::optional<std::string> value;
-    if (request.param_specs && request.params) {
-      const auto& specs = *request.param_specs;
-      for (std::size_t i = 0; i < specs.size() && i < request.params->size(); ++i) {
-        if (specs[i].name == name && !(*request.params)[i].empty()) value = (*request.params)[i];
-      }
-    }
-    values.push_back(std::move(value));
+    const auto value = bound_value(request, name);
+    values.push_back(value ? std::optional<std::string>(*value) : std::nullopt);
   }
 
   // Traced: how long the permit took (the connection comes with it at once: permits <= pool_size).

@@ -124,6 +124,25 @@ TEST_CASE("answer fields: Set-Cookie passed by cookie name, each as a field of i
   CHECK(without_set_cookie("X-A: 1\r\nset-cookie: a=1\r\nX-B: 2\r\n") == "X-A: 1\r\nX-B: 2\r\n");
 }
 
+TEST_CASE("answer fields: the parser tells whether it kept a cookie (its answer is then one client's)",
+          "[answer_fields][share_key]") {
+  response_header_policy policy;
+  policy.set_cookie = {"sess"};
+  policy.forward = {"X-Tag"};
+  const auto kept_cookie = [&](const std::string& fields) {
+    response_parser parser(1024, 64 * 1024);
+    parser.capture(&policy);
+    boost::system::error_code ec;
+    parser.put("HTTP/1.1 200 OK\r\n" + fields + "Content-Length: 0\r\n\r\n", ec);
+    REQUIRE(parser.is_done());
+    return parser.captured_cookie();
+  };
+  CHECK(kept_cookie("set-cookie: sess=v1\r\n"));
+  CHECK(kept_cookie("X-Tag: a\r\nSet-Cookie: other=1\r\nSet-Cookie: sess=v1\r\n"));
+  CHECK_FALSE(kept_cookie("Set-Cookie: other=1\r\nX-Tag: a\r\n"));  // not kept: nobody gets it
+  CHECK_FALSE(kept_cookie("X-Tag: a\r\n"));
+}
+
 TEST_CASE("answer fields: forwarded fields in call order, distinct values once, none from degraded calls",
           "[answer_fields]") {
   response_header_policy first;

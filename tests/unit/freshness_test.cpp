@@ -54,3 +54,29 @@ TEST_CASE("freshness: a cache serving fresh answers keeps them for their seconds
   CHECK(fresh.entries() == 1);  // nothing it would ever serve is not kept
   CHECK(fresh.hits() == 1);
 }
+
+TEST_CASE("freshness: a Vary beyond the share key makes an answer unfit to share", "[share_key]") {
+  CHECK(varies_beyond_key("*"));
+  CHECK(varies_beyond_key("Accept-Language, *"));
+  CHECK(varies_beyond_key("x-request-id"));
+  CHECK(varies_beyond_key("Accept-Language,Traceparent"));
+  CHECK(varies_beyond_key(" tracestate "));
+  CHECK(varies_beyond_key("X-Request-Timeout-Ms"));
+  // Sent alike by every call, in the key, or never sent: the key splits what they split.
+  CHECK_FALSE(varies_beyond_key(""));
+  CHECK_FALSE(varies_beyond_key("Accept-Encoding"));
+  CHECK_FALSE(varies_beyond_key("Accept-Language, Cookie, X-Forwarded-For"));
+  CHECK_FALSE(varies_beyond_key("X-Request-Ids"));
+
+  // The parser: any Vary field of the final head counts; an interim response's do not.
+  const auto shareable = [](const std::string& head) {
+    response_parser p(1024, 4096);
+    boost::system::error_code ec;
+    p.put(head + "Content-Length: 2\r\n\r\n{}", ec);
+    REQUIRE(p.is_done());
+    return p.shareable();
+  };
+  CHECK(shareable("HTTP/1.1 200 OK\r\nVary: Accept-Language\r\n"));
+  CHECK_FALSE(shareable("HTTP/1.1 200 OK\r\nVary: Accept-Language\r\nVary: *\r\n"));
+  CHECK(shareable("HTTP/1.1 103 Early Hints\r\nVary: *\r\n\r\nHTTP/1.1 200 OK\r\n"));
+}
