@@ -15,7 +15,7 @@ std::size_t admin_connections::hash::operator()(const address& a) const noexcept
 
 admin_connections::admin_connections(std::size_t max_total, std::size_t max_per_client)
     : max_total_(std::max<std::size_t>(max_total, 1)),
-      max_per_client_(max_per_client == 0 ? max_total_ : std::min(max_per_client, max_total_)) {}
+      max_per_client_(std::min(max_per_client, max_total_)) {}
 
 admin_connections::~admin_connections() {
   while (!line_.empty()) leave(line_.front());
@@ -26,7 +26,7 @@ void admin_connections::admit(member& m) {
   auto& own = clients_[m.peer_];
   // The address's own cap first: a crowded address makes room among its own connections, so that it
   // cannot push out anyone else's while the total has room.
-  if (own.size() >= max_per_client_) {
+  if (max_per_client_ != 0 && own.size() >= max_per_client_) {
     ++evicted_for_client_;
     evict(own.front());
   } else if (line_.size() >= max_total_) {

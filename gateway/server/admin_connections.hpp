@@ -47,7 +47,7 @@ class admin_connections {
     bool evicted_ = false;
   };
 
-  // `max_per_client` 0: no cap per address. Both caps are at least 1 in effect.
+  // `max_total` is at least 1 in effect; `max_per_client` 0: no cap per address, else at most max_total.
   admin_connections(std::size_t max_total, std::size_t max_per_client);
   ~admin_connections();  // unlinks the members left (they are not closed)
   admin_connections(const admin_connections&) = delete;
@@ -72,7 +72,8 @@ class admin_connections {
   using line =
       boost::intrusive::list<member, boost::intrusive::member_hook<member, member::hook, &member::in_line_>>;
   using client_line =
-      boost::intrusive::list<member, boost::intrusive::member_hook<member, member::hook, &member::in_client_>>;
+      boost::intrusive::list<member,
+                             boost::intrusive::member_hook<member, member::hook, &member::in_client_>>;
   struct hash {
     std::size_t operator()(const address& a) const noexcept;
   };

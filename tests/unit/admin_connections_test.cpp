@@ -30,8 +30,8 @@ struct fixture {
   fixture(std::size_t total, std::size_t per_client) : table(total, per_client) {}
 
   admin_connections::member& open(const std::string& name, std::uint8_t from) {
-    members.push_back(
-        std::make_unique<admin_connections::member>(address_of(from), [this, name] { closed.push_back(name); }));
+    members.push_back(std::make_unique<admin_connections::member>(address_of(from),
+                                                                  [this, name] { closed.push_back(name); }));
     table.admit(*members.back());
     return *members.back();
   }
@@ -49,6 +49,16 @@ TEST_CASE("admin connections: at the total cap the longest waiting connection ma
   CHECK(f.closed == std::vector<std::string>{"a"});
   CHECK(a.evicted());
   CHECK(f.table.size() == 3);
+  CHECK(f.table.evicted_for_total() == 1);
+  CHECK(f.table.evicted_for_client() == 0);
+}
+
+TEST_CASE("admin connections: without a cap per address, one address fills the total cap", "[admin]") {
+  fixture f(2, 0);
+  f.open("a", 1);
+  f.open("b", 1);
+  f.open("c", 1);
+  CHECK(f.closed == std::vector<std::string>{"a"});
   CHECK(f.table.evicted_for_total() == 1);
   CHECK(f.table.evicted_for_client() == 0);
 }
@@ -119,4 +129,15 @@ TEST_CASE("admin connections: a cap of one per address within a cap of one in al
   CHECK(f.table.size() == 1);
   CHECK(f.table.evicted_for_client() == 1);
   CHECK(f.table.evicted_for_total() == 1);
+}
+
+TEST_CASE("admin connections: close_all closes every connection without counting evictions", "[admin]") {
+  fixture f(10, 0);
+  auto& a = f.open("a", 1);
+  f.open("b", 2);
+  f.table.close_all();
+  CHECK(f.closed == std::vector<std::string>{"a", "b"});
+  CHECK(a.evicted());
+  CHECK(f.table.size() == 0);
+  CHECK(f.table.evicted_for_client() + f.table.evicted_for_total() == 0);
 }
