@@ -114,6 +114,12 @@ struct admin_settings {
   std::string token;
   // Every admin path but the probes (/livez /readyz /startupz) needs Authorization: Bearer <token>.
   bool require_token = false;
+  // Admin connections (server/admin_server.hpp): every new one is admitted; at a cap, the one that has
+  // waited longest for a request head is closed to make room, first among the new one's own address.
+  std::size_t max_connections = 256;
+  std::size_t max_connections_per_client = 64;            // 0 = no cap per client address
+  microseconds header_timeout = std::chrono::seconds(2);  // a whole request, from the accept or first byte
+  microseconds idle_timeout = std::chrono::seconds(10);   // a kept-alive connection with no request
 };
 
 struct shutdown_settings {

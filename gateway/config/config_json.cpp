@@ -212,7 +212,11 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   for (const auto& n : c.server.trusted_proxies) j["server"]["trusted_proxies"].push_back(n.text());
   j["admin"] = {{"listen", format_listen(c.admin.listen)},
                 {"stall_threshold", format_duration(c.admin.stall_threshold)},
-                {"require_token", c.admin.require_token}};
+                {"require_token", c.admin.require_token},
+                {"max_connections", c.admin.max_connections},
+                {"max_connections_per_client", c.admin.max_connections_per_client},
+                {"header_timeout", format_duration(c.admin.header_timeout)},
+                {"idle_timeout", format_duration(c.admin.idle_timeout)}};
   if (!c.admin.token.empty()) j["admin"]["token"] = "<redacted>";
   j["limits"] = {{"max_connections", c.limits.max_connections},
                  {"max_connections_per_client", c.limits.max_connections_per_client},

@@ -85,6 +85,14 @@ void read_admin(config_parse_state& state, const YAML::Node& node, admin_setting
     r.error_at("token", "token must be at least 16 characters");
   if (r.boolean("require_token", a.require_token) && a.require_token && a.token.empty())
     r.error_at("require_token", "require_token needs admin.token");
+  r.size("max_connections", a.max_connections, 1, 65536);
+  if (r.size("max_connections_per_client", a.max_connections_per_client, 0, 65536) &&
+      a.max_connections_per_client > a.max_connections)
+    r.error_at("max_connections_per_client", "max_connections_per_client must not be above max_connections");
+  if (r.duration("header_timeout", a.header_timeout) && a.header_timeout < milliseconds(100))
+    r.error_at("header_timeout", "header_timeout must be at least 100ms");
+  if (r.duration("idle_timeout", a.idle_timeout) && a.idle_timeout < milliseconds(100))
+    r.error_at("idle_timeout", "idle_timeout must be at least 100ms");
   r.finish();
 }
 

@@ -199,6 +199,18 @@ std::string render_exposition(const exposition_sources& from) {
          static_cast<double>(memory_budget::limit()));
   single(out, "gateway_open_connections", "gauge", "Open client connections on the public listener.",
          static_cast<double>(from.open_connections));
+  single(out, "gateway_admin_connections", "gauge", "Open connections on the admin listener.",
+         static_cast<double>(from.admin_connections));
+  out.family("gateway_admin_connections_dropped_total", "counter",
+             "Admin connections the listener closed: to make room for a newer one from the same address "
+             "(client_cap) or from anywhere (total_cap), or because a request did not arrive whole in "
+             "time or an answer was not taken (timeout).");
+  out.sample("gateway_admin_connections_dropped_total", {{"reason", "client_cap"}},
+             static_cast<double>(from.admin_evicted_for_client));
+  out.sample("gateway_admin_connections_dropped_total", {{"reason", "total_cap"}},
+             static_cast<double>(from.admin_evicted_for_total));
+  out.sample("gateway_admin_connections_dropped_total", {{"reason", "timeout"}},
+             static_cast<double>(from.admin_timed_out));
   if (from.log) {
     single(out, "gateway_access_log_dropped_total", "counter",
            "Access log lines dropped because stdout was full, slow or failing.",

@@ -1,8 +1,8 @@
 #pragma once
 // The whole /metrics page in the Prometheus text format: the request metrics, then the gateway's gauges
-// (memory budget, open connections, access log), the listener's TLS certificate, the circuit breakers,
-// the databases, the process and the build. Rendered on
-// the admin thread at each scrape; reads only atomics and thread-safe snapshots.
+// (memory budget, open connections, the admin listener's connections, access log), the listener's TLS
+// certificate, the circuit breakers, the databases, the process and the build. Rendered on the admin thread
+// at each scrape; reads only atomics and thread-safe snapshots.
 
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +25,12 @@ struct exposition_sources {
   const metrics_registry* metrics = nullptr;
   std::size_t inflight = 0;          // requests being handled
   std::size_t open_connections = 0;  // on the public listener
-  const access_log* log = nullptr;   // null when access logging is off
+  // The admin listener's connections: open, and closed by the listener by reason (admin_server.hpp).
+  std::size_t admin_connections = 0;
+  std::uint64_t admin_evicted_for_client = 0;
+  std::uint64_t admin_evicted_for_total = 0;
+  std::uint64_t admin_timed_out = 0;
+  const access_log* log = nullptr;  // null when access logging is off
   const std::vector<const sql_downstream*>* databases = nullptr;
   const std::vector<const circuit_breaker*>* breakers = nullptr;
   const std::vector<const http_downstream*>* http_downstreams = nullptr;

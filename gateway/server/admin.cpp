@@ -86,9 +86,14 @@ admin_reply answer_path(const admin_request& request, const admin_sources& from,
   if (path == "/readyz") return readyz(from, current);
   if (path == "/metrics") {
     const auto* reloads = from.reloads;
+    const auto admin = from.listener ? from.listener->connection_counts() : admin_connection_counts{};
     auto page = render_exposition({.metrics = from.metrics,
                                    .inflight = from.state->inflight.load(std::memory_order_relaxed),
                                    .open_connections = from.state->connections.load(),
+                                   .admin_connections = admin.open,
+                                   .admin_evicted_for_client = admin.evicted_for_client,
+                                   .admin_evicted_for_total = admin.evicted_for_total,
+                                   .admin_timed_out = admin.timed_out,
                                    .log = from.log,
                                    .databases = &current.databases,
                                    .breakers = &current.breakers,

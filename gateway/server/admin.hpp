@@ -69,6 +69,7 @@ struct admin_sources {
   bool require_token = false;       // admin.require_token: every path but the probes needs the token
   status_window* status = nullptr;  // the status page's samples (admin thread only)
   const recent_degraded* degraded = nullptr;  // the last degraded responses; null: none kept
+  const admin_server* listener = nullptr;     // the admin listener itself (its connection counts)
 };
 
 admin_reply answer_admin(const admin_request& request, const admin_sources& from);

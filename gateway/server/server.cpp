@@ -430,9 +430,9 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   view.require_token = cfg.admin.require_token;
   view.status = &impl_->status;
   view.degraded = &impl_->degraded_log;
-  impl_->admin = std::make_unique<admin_server>(cfg.admin.listen, [this](const admin_request& request) {
-    return answer_admin(request, impl_->admin_view);
-  });
+  impl_->admin = std::make_unique<admin_server>(
+      cfg.admin, [this](const admin_request& request) { return answer_admin(request, impl_->admin_view); });
+  view.listener = impl_->admin.get();
   impl_->admin->every(impl_->status.period(), [this] {
     impl_->status.keep(take_status_sample(impl_->admin_view, *impl_->current_generation()));
   });

@@ -480,6 +480,42 @@ TEST_CASE("the admin listener may not take the public listener's address and por
   }
 }
 
+TEST_CASE("the admin listener's connection caps and timeouts: defaults, values, mistakes", "[config]") {
+  auto r = load_config_text(good, "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->admin.max_connections == 256);
+  CHECK(r.config->admin.max_connections_per_client == 64);
+  CHECK(r.config->admin.header_timeout == std::chrono::seconds(2));
+  CHECK(r.config->admin.idle_timeout == std::chrono::seconds(10));
+
+  r = load_config_text(edited({{"downstreams:",
+                                "admin:\n  max_connections: 1000\n  max_connections_per_client: 0\n"
+                                "  header_timeout: 500ms\n  idle_timeout: 1m\ndownstreams:"}}),
+                       "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.config->admin.max_connections == 1000);
+  CHECK(r.config->admin.max_connections_per_client == 0);
+  CHECK(r.config->admin.header_timeout == std::chrono::milliseconds(500));
+  CHECK(r.config->admin.idle_timeout == std::chrono::minutes(1));
+  const auto json = effective_config_json(*r.config);
+  CHECK(json["admin"]["max_connections"] == 1000);
+  CHECK(json["admin"]["max_connections_per_client"] == 0);
+  CHECK(json["admin"]["header_timeout"] == "500ms");
+  CHECK(json["admin"]["idle_timeout"] == "1m");
+
+  // A lower total alone is fine (the per-address default then never applies); a per-address cap above
+  // the total written out is a mistake.
+  CHECK(loads(edited({{"downstreams:", "admin:\n  max_connections: 16\ndownstreams:"}})));
+  auto e = only_error_at(
+      edited({{"downstreams:",
+               "admin:\n  max_connections: 16\n  max_connections_per_client: 17\ndownstreams:"}}),
+      "17");
+  CHECK_THAT(e.message, Catch::Contains("max_connections_per_client"));
+  e = only_error_at(edited({{"downstreams:", "admin:\n  header_timeout: 80ms\ndownstreams:"}}), "80ms");
+  CHECK_THAT(e.message, Catch::Contains("at least 100ms"));
+  only_error_at(edited({{"downstreams:", "admin:\n  max_connections: 0\ndownstreams:"}}), "0\ndownstreams");
+}
+
 TEST_CASE("route path templates: their parameters are params; bad templates and overlaps are refused",
           "[config][routing]") {
   SECTION("a template's parameters can be used by calls and given a pattern") {
