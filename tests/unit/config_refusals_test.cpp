@@ -1,6 +1,8 @@
 // What the loader refuses because it would be unsafe or would never do what it says: credentials in a
-// downstream url. Each refusal is one error at the offending value's line and column.
+// downstream url, header policies that name fields the gateway writes itself, and parameters in the
+// member names of a body_template. Each refusal is one error at the offending value's line and column.
 
+#include "gateway/aggregate/body_template.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>
@@ -87,4 +89,73 @@ TEST_CASE("a downstream url with credentials is refused at its line, without ech
   config_parts at_in_path;
   at_in_path.url = "http://127.0.0.1:9001/users/@me";
   CHECK(loads(at_in_path));
+}
+
+TEST_CASE("header policy of aggregate routes and calls: the gateway's own fields are refused where named",
+          "[config][headers][security]") {
+  for (const std::string name : {"Content-Type", "Accept-Encoding", "Accept", "X-Request-Timeout-Ms",
+                                 "tracestate", "X-Real-IP", "Content-Length", "Host"}) {
+    INFO(name);
+    config_parts route_set;
+    route_set.route_headers = "{set: {" + name + ": x}}";
+    auto e = one_error_at(route_set, "{" + name);
+    CHECK_THAT(e.message, Catch::Contains(name));
+    CHECK_THAT(e.message, Catch::Contains("cannot be forwarded or set"));
+
+    config_parts route_forward;
+    route_forward.route_headers = "{forward: [" + name + "]}";
+    one_error_at(route_forward, "[" + name);
+
+    config_parts call_set;
+    call_set.call_headers = "{set: {" + name + ": x}}";
+    one_error_at(call_set, "{" + name);
+
+    config_parts call_forward;
+    call_forward.call_headers = "{forward: [" + name + "]}";
+    one_error_at(call_forward, "[" + name);
+  }
+  // What a call may still do: remove such a field, set or forward fields that are not the gateway's.
+  config_parts fine;
+  fine.route_headers = "{forward: [Authorization, Accept-Language], set: {X-Api-Key: k}}";
+  fine.call_headers = "{remove: [X-Forwarded-Host, Content-Type], set: {X-Tenant: t}}";
+  CHECK(loads(fine));
+}
+
+TEST_CASE("pass-through header policy: framing, identity, Host, Expect and trace fields are refused",
+          "[config][headers][proxy][security]") {
+  for (const std::string name :
+       {"Transfer-Encoding", "Content-Length", "Connection", "Host", "Expect", "traceparent", "tracestate",
+        "X-Forwarded-For", "Forwarded", "X-Real-IP", "X-Request-Id"}) {
+    INFO(name);
+    config_parts parts;
+    parts.proxy_headers = "{set: {" + name + ": x}}";
+    const auto e = one_error_at(parts, "{" + name);
+    CHECK_THAT(e.message, Catch::Contains(name));
+  }
+  // The gateway writes no Accept, Accept-Encoding or Content-Type on a pass-through request: a route may
+  // set them (the client's are then replaced), and remove anything.
+  config_parts parts;
+  parts.proxy_headers =
+      "{set: {Content-Type: application/json, Accept: text/html, Accept-Encoding: identity}, remove: [Host, "
+      "Cookie]}";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("body_template: a parameter in a member name is refused, in values it stays",
+          "[config][body][security]") {
+  std::string error;
+  CHECK(body_template::parse(R"({"role":"guest","user":"{role}"})", error));
+  CHECK_FALSE(body_template::parse(R"({"role":"guest","{role}":"admin"})", error));
+  CHECK_THAT(error, Catch::Contains("member name"));
+  CHECK_FALSE(body_template::parse(R"({"a":{"x{role}":1}})", error));        // nested, and inside a name
+  CHECK_FALSE(body_template::parse(R"({"a":[{"{role}":1}]})", error));       // in an array's object
+  CHECK(body_template::parse(R"({"a":[":{role}"],"b":"{role}:"})", error));  // a ':' in a value
+
+  config_parts parts;
+  parts.body_template = "{role: guest, '{role}': admin}";
+  const auto e = one_error_at(parts, "{role: guest");
+  CHECK_THAT(e.message, Catch::Contains("'{role}'"));
+  CHECK_THAT(e.message, Catch::Contains("member name"));
+  parts.body_template = "{role: guest, name: '{role}'}";
+  CHECK(loads(parts));
 }
