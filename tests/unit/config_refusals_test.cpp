@@ -1,6 +1,7 @@
 // What the loader refuses because it would be unsafe or would never do what it says: credentials in a
-// downstream url, header policies that name fields the gateway writes itself, and parameters in the
-// member names of a body_template. Each refusal is one error at the offending value's line and column.
+// downstream url, header policies that name fields the gateway writes itself, parameters in the member
+// names of a body_template, and a '*' in a route path. Each refusal is one error at the offending value's
+// line and column.
 
 #include "gateway/aggregate/body_template.hpp"
 #include "gateway/config/config_loader.hpp"
@@ -158,4 +159,31 @@ TEST_CASE("body_template: a parameter in a member name is refused, in values it 
   CHECK_THAT(e.message, Catch::Contains("member name"));
   parts.body_template = "{role: guest, name: '{role}'}";
   CHECK(loads(parts));
+}
+
+TEST_CASE("a '*' in a route path or prefix is refused with what to write instead", "[config][routing]") {
+  SECTION("a pass-through route") {
+    config_parts parts;
+    parts.proxy_path = "path: /legacy/*";
+    const auto e = one_error_at(parts, "/legacy/*");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /legacy/"));
+    CHECK_THAT(e.message, Catch::Contains("{rest*}"));
+  }
+  SECTION("an aggregate route, and a '*' in the middle") {
+    config_parts parts;
+    parts.route_path = "path: /api/*/x";
+    const auto e = one_error_at(parts, "/api/*/x");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /api/"));
+  }
+  SECTION("a path_prefix") {
+    config_parts parts;
+    parts.proxy_path = "path_prefix: /legacy/*";
+    const auto e = one_error_at(parts, "/legacy/*");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /legacy/"));
+  }
+  SECTION("a catch-all parameter is no '*' segment") {
+    config_parts parts;
+    parts.route_path = "path: /files/{rest*}";
+    CHECK(loads(parts));
+  }
 }
