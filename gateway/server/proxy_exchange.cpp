@@ -632,9 +632,8 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
     return true;
   };
 
-  bool extra = false;  // bytes past the answer: the connection is not reused
   if (bodiless) {
-    // nothing to read
+    // nothing to read: any bytes behind the head are past the answer
   } else if (!parser->chunked()) {
     // An identity body (a length, or up to the close): its bytes are relayed as read, through the whole
     // buffer, without parsing.
@@ -656,7 +655,6 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
       fail(result, 502, "downstream answer cut short");        // after the head: the connection just ends
       return relayed::failed;
     }
-    extra = end > begin;
   } else {
     // A chunked body: parsed out of the first half of the buffer into the second.
     parser->eager(true);
@@ -684,8 +682,10 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
         return relayed::failed;
       }
     }
-    extra = end > begin;
   }
+  // Bytes past the answer (after a bodiless one too: a downstream that sent a body with it is out of step
+  // with the connection): they are no answer to anyone, and the connection is not reused.
+  const bool extra = end > begin;
   if (!head_sent_ || chunk_out) {
     if (!emit(framing.end(), {})) return relayed::failed;
   }

@@ -24,7 +24,8 @@
 // writing a piece either way, the upload's too) within proxy.idle_timeout. Until the answer's head has
 // gone to the client, a failure gets an answer from the gateway (502, 503, 504, or 408 and 413 for the
 // client's body; JSON, as for aggregate routes); after it, the client connection is closed (a cut body,
-// never a forged end).
+// never a forged end). A connection goes back to the pool only when nothing followed the answer (bytes
+// behind a bodiless one included).
 //
 // While waiting for the downstream, the client connection is watched: a client that goes away cancels
 // the exchange (`control`, also fired by the shutdown). A reused pooled connection that fails before any
