@@ -46,7 +46,8 @@ class scripted_downstream {
   // The requests read so far, in the order they were read.
   std::vector<request> requests() const;
   // Waits until the pieces of `n` answers have been written (true), or `timeout` has passed (false).
-  bool wait_answered(std::size_t n, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
+  bool wait_answered(std::size_t n,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
 
  private:
   void accept_loop();
