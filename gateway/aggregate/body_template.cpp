@@ -10,6 +10,7 @@ std::optional<body_template> body_template::parse(std::string_view json, std::st
   t.text_ = std::string(json);
   std::string literal;
   bool in_string = false;
+  std::string param_in_string;  // the first parameter of the string being read, if any
   for (std::size_t i = 0; i < json.size(); ++i) {
     const char c = json[i];
     if (in_string && c == '\\') {  // an escape: its next character is taken as it is
@@ -17,7 +18,19 @@ std::optional<body_template> body_template::parse(std::string_view json, std::st
       if (i + 1 < json.size()) literal += json[++i];
       continue;
     }
-    if (c == '"') in_string = !in_string;
+    if (c == '"') {
+      // In the compact text a member name, and only a member name, is followed by ':'. A parameter there
+      // would let a client name a member of its choosing, a second one of a fixed member's name among
+      // them (which of the two a downstream takes is its own choice).
+      if (in_string && !param_in_string.empty() && i + 1 < json.size() && json[i + 1] == ':') {
+        error = "'{" + param_in_string +
+                "}' in a member name: a client could add or override a member with it; parameters go in "
+                "values only";
+        return std::nullopt;
+      }
+      in_string = !in_string;
+      param_in_string.clear();
+    }
     if (!in_string || c != '{') {
       literal += c;
       continue;
@@ -34,6 +47,7 @@ std::optional<body_template> body_template::parse(std::string_view json, std::st
       return std::nullopt;
     }
     if (!literal.empty()) t.pieces_.push_back({false, std::exchange(literal, {})});
+    if (param_in_string.empty()) param_in_string = name;
     t.pieces_.push_back({true, name});
     i = close;
   }

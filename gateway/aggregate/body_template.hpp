@@ -1,8 +1,8 @@
 #pragma once
 // A JSON request body built from a route's parameters, e.g. {"sku": "{sku}", "qty": 1}: written as a JSON
 // object in the configuration, kept as its serialised text, and expanded per call with every "{name}"
-// inside a string replaced by the parameter's value, escaped for a JSON string (so a value can never
-// end the string or add a member). Parsed once at config load. Pure.
+// inside a string value replaced by the parameter's value, escaped for a JSON string (so a value can never
+// end the string or add a member; member names take no parameters). Parsed once at config load. Pure.
 
 #include <optional>
 #include <string>
@@ -13,8 +13,8 @@ namespace gateway {
 
 class body_template {
  public:
-  // `json`: a serialised JSON object (nlohmann's dump()). nullopt and `error` set when a "{...}" in it
-  // is not a valid parameter name.
+  // `json`: a serialised JSON object (nlohmann's compact dump()). nullopt and `error` set when a "{...}" in
+  // it is not a valid parameter name, or a parameter stands in a member name (only values take them).
   static std::optional<body_template> parse(std::string_view json, std::string& error);
 
   bool empty() const { return pieces_.empty(); }

@@ -381,10 +381,11 @@ struct proxy_settings {
   std::string downstream;
   std::size_t downstream_index = 0;  // into gateway_config::downstreams
   std::optional<std::string> rewrite;
-  microseconds timeout = std::chrono::seconds(30);       // the request sent, the answer's head due within it
+  // From the request's head: its body received whole and sent, and the answer's head in, within it.
+  microseconds timeout = std::chrono::seconds(30);
   microseconds idle_timeout = std::chrono::seconds(60);  // no progress either way for this long: ended
   microseconds connect_timeout{};                        // 0: the downstream's
-  std::size_t max_body_bytes = 0;                        // request body; 0 = unlimited (streamed)
+  std::size_t max_body_bytes = 16 * 1024 * 1024;         // request body (413 beyond); 0 = unlimited
   std::size_t buffer_bytes = 32 * 1024;                  // per exchange (both directions in turn)
 };
 

@@ -36,10 +36,14 @@ void read_admin(config_parse_state& state, const YAML::Node& node, admin_setting
 void read_shutdown(config_parse_state& state, const YAML::Node& node, shutdown_settings& s);
 void read_tracing(config_parse_state& state, const YAML::Node& node, tracing_config& t);
 
-// header_sections.cpp: a route's or a call's `headers` (`remove` for calls only), what a call's requests
-// carry with its route's policy applied, and server.forwarded / server.trusted_proxies.
-void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what, bool call,
-                        header_policy& out);
+// header_sections.cpp: a route's or a call's `headers` (`remove` for calls and pass-through routes only),
+// what a call's requests carry with its route's policy applied, and server.forwarded /
+// server.trusted_proxies. The fields a policy may not forward or set depend on whose it is: an aggregate
+// route's and a call's may name none of the gateway's own (core/owned_fields.hpp); a pass-through route's
+// none of the framing, identity, Host, Expect and trace fields.
+enum class policy_owner { route, call, proxy_route };
+void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what,
+                        policy_owner owner, header_policy& out);
 header_policy effective_policy(const header_policy& route, const header_policy& call);
 // response_header_sections.cpp: a route's or a call's `response_headers` (`cache_control` for routes only),
 // and a call's effective one (the call's lists added to the route's).

@@ -71,6 +71,12 @@ std::string parse_downstream_url(downstream_settings& d) {
   url.remove_prefix(tls ? https_scheme.size() : http_scheme.size());
   const auto slash = url.find('/');
   const std::string_view authority = url.substr(0, slash);
+  // Userinfo would never be sent (the gateway sends no Authorization of its own), yet would be shown
+  // wherever the url is: /config, metric labels, logs. The text is not quoted back either.
+  if (authority.find('@') != std::string_view::npos)
+    return "url must not hold credentials (user:password@): send them in a header whose value comes from "
+           "the environment, e.g. headers.set: {Authorization: 'Basic ${SHOP_CREDENTIALS}'} on the route or "
+           "call";
   std::string base = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash));
   while (!base.empty() && base.back() == '/') base.pop_back();
   for (char c : base) {

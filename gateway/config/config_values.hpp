@@ -30,7 +30,8 @@ std::string parse_listen(const std::string& text, const std::string& example, li
 bool listeners_overlap(const listen_address& a, const listen_address& b);
 
 // "http://host:port[/base]" or "https://..." (port 80 or 443 by default) -> settings fields (tls.enabled
-// for https); returns an error message or "".
+// for https); returns an error message or "". A url with credentials (user:password@host) is refused
+// with a message that does not repeat them.
 std::string parse_downstream_url(downstream_settings& d);
 
 // Names end up in response headers (X-Degraded), logs and metric labels: keep them to a safe alphabet.

@@ -6,6 +6,7 @@
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/owned_fields.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,45 +19,50 @@ namespace {
 
 constexpr std::size_t max_fixed_value = 8 * 1024;
 
-// Never passed on nor set by a policy: hop-by-hop fields (RFC 9110 7.6.1), the framing, and what the
-// gateway writes itself.
-constexpr std::string_view gateway_fields[] = {
-    "host",        "accept",    "expect",          "x-request-timeout-ms", "x-request-id",
-    "traceparent", "forwarded", "x-forwarded-for", "x-forwarded-proto",    "x-forwarded-host"};
+// What a pass-through route's policy may not set: the gateway writes Host and the trace context on a
+// pass-through request itself (and answers Expect), but not the Accept, Accept-Encoding or Content-Type
+// it writes on an aggregate call, nor X-Request-Timeout-Ms (server/proxy_exchange.cpp).
+constexpr std::string_view proxy_written_fields[] = {"host", "expect", "traceparent", "tracestate"};
 
-bool reserved(std::string_view name) {
-  return listed_ci(name, hop_by_hop_fields) || listed_ci(name, gateway_fields);
+// Whether a policy of `owner` may not forward or set `name`: on a call (an aggregate route's policy is
+// its calls'), every field the gateway owns (core/owned_fields.hpp); on a pass-through route, the
+// framing, identity fields and what the gateway writes on its requests.
+bool reserved(std::string_view name, policy_owner owner) {
+  if (owner != policy_owner::proxy_route) return gateway_owned(name);
+  return listed_ci(name, hop_by_hop_fields) || identity_field(name) || listed_ci(name, proxy_written_fields);
 }
 
 bool contains_name(const std::vector<std::string>& names, std::string_view name) {
   return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return iequals(n, name); });
 }
 
-// The problem with `name` as a header a policy may name, or "".
-std::string name_problem(std::string_view name, bool allow_reserved) {
+// The problem with `name` as a header a policy of `owner` may name, or "". `removed`: in a remove list,
+// where any name is fine.
+std::string name_problem(std::string_view name, policy_owner owner, bool removed) {
   if (name.empty() || name.size() > 256 || !char_class::all_of(name, char_class::tchar))
     return "'" + std::string(name) + "' is not a header name";
-  if (!allow_reserved && reserved(name))
+  if (!removed && reserved(name, owner))
     return "header '" + std::string(name) +
-           "' is hop-by-hop or written by the gateway itself: it cannot be forwarded or set";
+           "' is hop-by-hop, says who the client is, or is written by the gateway itself: it cannot be "
+           "forwarded or set";
   return {};
 }
 
 }  // namespace
 
-void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what, bool call,
-                        header_policy& out) {
+void read_header_policy(config_parse_state& state, const YAML::Node& node, const std::string& what,
+                        policy_owner owner, header_policy& out) {
   yaml_reader r(node, state.errors, what + ".headers");
   if (!r.valid()) return;
   if (r.string_list("forward", out.forward)) {
     for (const auto& name : out.forward) {
-      if (auto problem = name_problem(name, false); !problem.empty()) r.error_at("forward", problem);
+      if (auto problem = name_problem(name, owner, false); !problem.empty()) r.error_at("forward", problem);
     }
   }
   nlohmann::json set = nlohmann::json::object();
   if (r.json_object("set", set)) {
     for (const auto& [name, value] : set.items()) {
-      if (auto problem = name_problem(name, false); !problem.empty()) {
+      if (auto problem = name_problem(name, owner, false); !problem.empty()) {
         r.error_at("set", problem);
         continue;
       }
@@ -81,10 +87,10 @@ void read_header_policy(config_parse_state& state, const YAML::Node& node, const
       out.set.push_back(std::move(f));
     }
   }
-  if (call) {
+  if (owner != policy_owner::route) {
     if (r.string_list("remove", out.remove)) {
       for (const auto& name : out.remove) {
-        if (auto problem = name_problem(name, true); !problem.empty()) r.error_at("remove", problem);
+        if (auto problem = name_problem(name, owner, true); !problem.empty()) r.error_at("remove", problem);
       }
     }
   }

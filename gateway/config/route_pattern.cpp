@@ -15,6 +15,25 @@ std::string path_problem(std::string_view text) {
   return bad ? "route path must start with '/' and hold no query, fragment, space or control character" : "";
 }
 
+// A '*' outside a parameter's braces is no wildcard (it matches only itself), though it reads like one:
+// refused, with what to write instead. "" when there is none.
+std::string star_problem(std::string_view text, bool prefix) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{') {
+      i = std::min(text.find('}', i), text.size());
+      continue;
+    }
+    if (text[i] != '*') continue;
+    const std::string before(text.substr(0, text.rfind('/', i) + 1));
+    const std::string use = "use path_prefix: " + before;
+    if (prefix)
+      return "'*' is no wildcard in a path_prefix (it takes every path that starts with it): " + use;
+    return "'*' is no wildcard in a route path (it would match only a literal '*'): " + use +
+           " or a catch-all {rest*} (" + before + "{rest*})";
+  }
+  return {};
+}
+
 // The segments of `path` after its leading '/': "/a/b" -> a, b; "/" -> one empty segment.
 template <class Fn>
 void each_segment(std::string_view path, Fn&& fn) {
@@ -31,6 +50,7 @@ void each_segment(std::string_view path, Fn&& fn) {
 
 std::optional<route_pattern> route_pattern::parse_path(std::string_view text, std::string& error) {
   error = path_problem(text);
+  if (error.empty()) error = star_problem(text, false);
   if (!error.empty()) return std::nullopt;
   route_pattern p;
   p.text_ = std::string(text);
@@ -73,6 +93,7 @@ std::optional<route_pattern> route_pattern::parse_prefix(std::string_view text, 
   error = path_problem(text);
   if (error.empty() && text.find_first_of("{}") != std::string_view::npos)
     error = "a path_prefix holds no parameters";
+  if (error.empty()) error = star_problem(text, true);
   if (!error.empty()) return std::nullopt;
   route_pattern p;
   p.kind_ = kind::prefix;

@@ -29,7 +29,8 @@ class route_pattern {
 
   // nullopt and `error` set when `text` is not a path ('/' first; no query, fragment, space or control
   // character), or its braces are not whole segments "{name}" with a valid name, a catch-all not last,
-  // or a name used twice.
+  // or a name used twice, or a '*' stands outside a catch-all's braces (it is no wildcard; the error
+  // says to use a path_prefix or a catch-all instead).
   static std::optional<route_pattern> parse_path(std::string_view text, std::string& error);
   static std::optional<route_pattern> parse_prefix(std::string_view text, std::string& error);
 

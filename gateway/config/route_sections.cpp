@@ -164,7 +164,7 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
     fallback.erase("degraded");
     call.fallback_members = object_members(fallback);
     if (auto h = r.section("headers"))
-      read_header_policy(state, *h, "call '" + call.name + "'", true, call.headers);
+      read_header_policy(state, *h, "call '" + call.name + "'", policy_owner::call, call.headers);
     if (auto h = r.section("response_headers"))
       read_response_header_policy(state, *h, "call '" + call.name + "'", true, call.response_headers);
     r.finish();
@@ -316,7 +316,9 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   }
   if (auto p = r.section("params")) read_params(state, *p, route);
   add_path_params(route);
-  if (auto h = r.section("headers")) read_header_policy(state, *h, "route", proxy.has_value(), route.headers);
+  if (auto h = r.section("headers"))
+    read_header_policy(state, *h, "route", proxy ? policy_owner::proxy_route : policy_owner::route,
+                       route.headers);
   if (proxy) {
     read_proxy(state, *proxy, cfg, route);
     check_proxy_route(r, route);

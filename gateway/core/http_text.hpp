@@ -42,7 +42,8 @@ bool listed_ci(std::string_view name, const std::string_view (&names)[N]) {
   return false;
 }
 
-// The reason phrase of a status code ("OK", "Bad Gateway"); "Unknown" for codes not used here.
+// The reason phrase of a status code ("OK", "Bad Gateway"), for every registered code; "Unknown" for an
+// unregistered one.
 std::string_view reason_phrase(unsigned status);
 
 // Percent-decodes `in` into `out`; '+' becomes a space when `plus_is_space` (form encoding).

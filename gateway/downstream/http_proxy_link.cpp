@@ -115,7 +115,7 @@ class pooled_link final : public proxy_link {
     const auto now = clock::now();
     if (conn_) {
       auto& pool = conn_->pool;
-      if (reusable && !failed && quiet()) {
+      if (reusable && !failed && quiet(*conn_)) {
         pool.release(std::move(conn_), now);
       } else {
         pool.discard(std::move(conn_));
@@ -186,11 +186,17 @@ class pooled_link final : public proxy_link {
 
   // Nothing is waiting on the connection: no bytes past the answer, and no end of stream that came with
   // it (it raised its edge before the pool's watch was queued again: the watch would never report it).
-  bool quiet() const {
+  // Over TLS, nothing either that the TLS layer has read already: a record of its own behind the answer
+  // (decrypted or not) would be the next exchange's first read.
+  static bool quiet(connection_pool::connection& conn) {
+    if (conn.tls) {
+      SSL* ssl = conn.tls->stream.native_handle();
+      if (SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) != 0) return false;
+    }
     char byte = 0;
     ssize_t n = 0;
     do {
-      n = ::recv(conn_->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      n = ::recv(conn.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
@@ -218,7 +224,7 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
   auto& pool = to_.pool;
   if (!request.fresh) {
     while (auto conn = pool.take_idle(clock::now())) {
-      if (conn->stale) {
+      if (conn->stale || !quiet(*conn)) {
         pool.discard(std::move(conn));
         continue;
       }
@@ -238,6 +244,7 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
       if (!cancel_.cancelled()) timer.async_wait(yield[ignored]);
     }
     pool.dequeue(waiter);
+    if (waiter.conn && !waiter.conn->stale && !quiet(*waiter.conn)) waiter.conn->stale = true;
     if (waiter.conn && !cancel_.cancelled() && !waiter.conn->stale) {
       conn_ = std::move(waiter.conn);
       conn_->user = &read_by_link;

@@ -53,6 +53,12 @@ bool identity_dropped(std::string_view name, const client_origin& origin, bool f
   return !origin.trusted || (forwards && listed_ci(name, forwarded_fields));
 }
 
+// The client waits for a 100 Continue before it sends its body (RFC 9110 10.1.1).
+template <class Request>
+bool expects_continue(const Request& req) {
+  return req.version() >= 11 && iequals(view(req[http::field::expect]), "100-continue");
+}
+
 bool idempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "PUT" ||
          method == "DELETE" || method == "TRACE";
@@ -120,12 +126,22 @@ class exchange {
  private:
   using clock_point = clock::time_point;
   clock_point idle_deadline() const { return clock::now() + settings_.idle_timeout; }
+  // A wait of the request's way to the downstream (its body read or written): within idle_timeout, and
+  // within proxy.timeout of the request's start, which bounds the whole upload.
+  clock_point upload_deadline() const { return std::min(idle_deadline(), due_); }
+  // The body pieces are read into the buffer's second half.
+  char* body_room() { return buffer_.data() + buffer_.size() / 2; }
+  std::size_t body_room_size() const { return buffer_.size() - buffer_.size() / 2; }
   std::string request_head(const http::request<http::buffer_body>& req, const client_headers& client,
                            const client_origin& origin, bool has_body, bool chunked, std::uint64_t length);
   std::unique_ptr<proxy_link> connect(bool fresh, proxy_result& result);
+  bool read_early(typename Io::body_parser& parser, proxy_result& result);
+  void client_failed(const typename Io::body_read& got, clock_point until, proxy_result& result);
   enum class sent { whole, client_failed, downstream_failed };
   sent send_body(typename Io::body_parser& parser, proxy_link& link, bool chunked, proxy_result& result);
-  proxy_result exchange_once(typename Io::body_parser& parser, const std::string& head, bool may_retry);
+  // `has_body`, `chunked`: the request's, as its head says (read_early may have read the body already).
+  proxy_result exchange_once(typename Io::body_parser& parser, const std::string& head, bool has_body,
+                             bool chunked, bool may_retry);
   // done: the answer went to the client; failed: `result` says what the client gets; retry: a reused
   // connection ended before any of the answer (nothing was sent to the client).
   enum class relayed { done, failed, retry };
@@ -158,6 +174,8 @@ class exchange {
   cancel_source cancel_;
   std::vector<char> buffer_;  // first half: bytes read; second half: a body piece parsed out of them
   std::string request_id_;
+  clock_point due_{};  // the request's start + proxy.timeout: its body sent and the answer's head in by then
+  std::size_t early_bytes_ = 0;  // body bytes read before a connection was taken, at body_room()
   clock_point started_{};
   bool counted_ = false;                  // the outcome is in the call metrics
   proxy_link::io_result failed_write_{};  // how the request body's write to the downstream failed
@@ -322,7 +340,8 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
   const auto connect_timeout =
       settings_.connect_timeout.count() > 0 ? settings_.connect_timeout : to_.connect_timeout;
   lease_failure why;
-  auto link = target_.lease({ctx_.worker, clock::now() + connect_timeout, &cancel_, fresh}, yield_, why);
+  const auto ready_by = std::min(clock::now() + connect_timeout, due_);  // the upload's time includes it
+  auto link = target_.lease({ctx_.worker, ready_by, &cancel_, fresh}, yield_, why);
   if (!link) {
     using enum lease_failure::kind;
     fail(result,
@@ -340,42 +359,82 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
   return link;
 }
 
-// Streams the client's body to the downstream: read into the buffer's second half, written with the
-// request's framing. False when either side failed (`result` then says what the client gets).
+// A body that fits the buffer's second half (a length known to fit, or chunked) is read before a
+// connection is taken, all of it or what fits, so that a client that sends it slowly holds no pooled
+// connection meanwhile (the lease then follows at once). Not for a client that expects 100 Continue: it
+// sends nothing before the downstream has the head. False when the client failed (`result` says what it
+// gets).
+template <class Io>
+bool exchange<Io>::read_early(typename Io::body_parser& parser, proxy_result& result) {
+  const auto& req = parser.get();
+  const auto length = parser.content_length();
+  if (parser.is_done() || (length && *length > body_room_size()) || expects_continue(req)) return true;
+  while (early_bytes_ < body_room_size() && !parser.is_done()) {
+    const auto until = upload_deadline();
+    const auto got =
+        io_.read_body(parser, body_room() + early_bytes_, body_room_size() - early_bytes_, until, yield_);
+    if (!got.ok) {
+      client_failed(got, until, result);
+      return false;
+    }
+    early_bytes_ += got.bytes;
+  }
+  return true;
+}
+
+// A read of the client's body failed: a body the parser refused gets 413 or 400, one that did not come
+// in time (idle_timeout, or proxy.timeout for the whole) 408; else the client went away.
+template <class Io>
+void exchange<Io>::client_failed(const typename Io::body_read& got, clock_point until, proxy_result& result) {
+  if (got.ec && got.ec != http::error::partial_message) {
+    fail(result, got.ec == http::error::body_limit ? 413 : 400,
+         got.ec == http::error::body_limit ? "request body larger than proxy.max_body_bytes"
+                                           : "malformed request body");
+  } else if (!got.ec && !cancel_.cancelled() && clock::now() >= until) {
+    fail(result, 408,
+         until >= due_ ? "request body not received within proxy.timeout"
+                       : "request body stalled longer than proxy.idle_timeout");
+  } else {
+    gone(result);  // the client went away
+  }
+}
+
+// Streams the client's body to the downstream: what read_early() holds first, then pieces read into the
+// buffer's second half as they come, written with the request's framing. The whole upload is due by
+// proxy.timeout.
 template <class Io>
 typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& parser, proxy_link& link,
                                                     bool chunked, proxy_result& result) {
   body_framing framing(chunked);
-  char* piece = buffer_.data() + buffer_.size() / 2;
-  const std::size_t room = buffer_.size() - buffer_.size() / 2;
+  char* piece = body_room();
+  std::size_t ready = std::exchange(early_bytes_, 0);
   for (;;) {
-    const auto got = io_.read_body(parser, piece, room, idle_deadline(), yield_);
-    if (!got.ok) {
-      count(call_outcome::cancelled);  // the client's failure: the exchange is abandoned
-      if (got.ec && got.ec != http::error::partial_message) {
-        fail(result, got.ec == http::error::body_limit ? 413 : 400,
-             got.ec == http::error::body_limit ? "request body larger than proxy.max_body_bytes"
-                                               : "malformed request body");
-      } else {
-        gone(result);  // the client went away, or stalled past idle_timeout
+    if (ready == 0 && !parser.is_done()) {
+      const auto until = upload_deadline();
+      const auto got = io_.read_body(parser, piece, body_room_size(), until, yield_);
+      if (!got.ok) {
+        count(call_outcome::cancelled);  // the client's failure: the exchange is abandoned
+        client_failed(got, until, result);
+        return sent::client_failed;
       }
-      return sent::client_failed;
+      ready = got.bytes;
     }
-    result.uploaded_bytes += got.bytes;
-    if (got.bytes > 0) {
+    result.uploaded_bytes += ready;
+    if (ready > 0) {
       const auto w =
-          link.write(framing.before(got.bytes), std::string_view(piece, got.bytes), idle_deadline(), yield_);
+          link.write(framing.before(ready), std::string_view(piece, ready), upload_deadline(), yield_);
       if (!w.ok()) {
         fail(result, w.how == proxy_link::status::timed_out ? 504 : 502,
              "downstream stopped taking the request body");
         failed_write_ = w;
         return sent::downstream_failed;
       }
+      ready = 0;
     }
-    if (got.done) break;
+    if (parser.is_done()) break;
   }
   if (chunked) {
-    const auto w = link.write(framing.end(), {}, idle_deadline(), yield_);
+    const auto w = link.write(framing.end(), {}, upload_deadline(), yield_);
     if (!w.ok()) {
       fail(result, 502, "downstream stopped taking the request body");
       failed_write_ = w;
@@ -398,7 +457,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   std::size_t begin = 0;
   std::size_t end = 0;
   const bool head_request = req.method() == http::verb::head;
-  const auto head_due = clock::now() + settings_.timeout;
+  const auto head_due = due_;  // proxy.timeout from the request's start, the upload included
   std::optional<http::response_parser<http::buffer_body>> parser;
   bool any_answer = false;
   call_error read_error = call_error::other;  // the last failed read's kind
@@ -544,9 +603,8 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
     return true;
   };
 
-  bool extra = false;  // bytes past the answer: the connection is not reused
   if (bodiless) {
-    // nothing to read
+    // nothing to read: any bytes behind the head are past the answer
   } else if (!parser->chunked()) {
     // An identity body (a length, or up to the close): its bytes are relayed as read, through the whole
     // buffer, without parsing.
@@ -568,7 +626,6 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
       fail(result, 502, "downstream answer cut short");        // after the head: the connection just ends
       return relayed::failed;
     }
-    extra = end > begin;
   } else {
     // A chunked body: parsed out of the first half of the buffer into the second.
     parser->eager(true);
@@ -596,8 +653,10 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
         return relayed::failed;
       }
     }
-    extra = end > begin;
   }
+  // Bytes past the answer (after a bodiless one too: a downstream that sent a body with it is out of step
+  // with the connection): they are no answer to anyone, and the connection is not reused.
+  const bool extra = end > begin;
   if (!head_sent_ || chunk_out) {
     if (!emit(framing.end(), {})) return relayed::failed;
   }
@@ -611,6 +670,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
 template <class Io>
 proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_parser,
                                const client_origin& origin) {
+  due_ = clock::now() + settings_.timeout;
   proxy_result result;
   result.answer.status = 0;  // none owed unless a step fails
   typename Io::body_parser parser(std::move(head_parser));
@@ -625,6 +685,10 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   if (settings_.max_body_bytes != 0 && parser.content_length() &&
       *parser.content_length() > settings_.max_body_bytes) {
     fail(result, 413, "request body larger than proxy.max_body_bytes");
+    result.body_unread = true;
+    return result;
+  }
+  if (!read_early(parser, result)) {  // the client failed before the downstream was asked anything
     result.body_unread = true;
     return result;
   }
@@ -648,7 +712,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
       return result;
     }
   }
-  auto done = exchange_once(parser, head, may_retry);
+  auto done = exchange_once(parser, head, has_body, chunked, may_retry);
   if (!counted_) {  // every path counts its own outcome; this only keeps the count whole
     count(done.status == 499              ? call_outcome::cancelled
           : done.answer.status == 504     ? call_outcome::timeout
@@ -671,26 +735,28 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
 
 template <class Io>
 proxy_result exchange<Io>::exchange_once(typename Io::body_parser& parser, const std::string& head,
-                                         bool may_retry) {
+                                         bool has_body, bool chunked, bool may_retry) {
   proxy_result result;
   result.answer.status = 0;
   const auto& req = parser.get();
-  const bool has_body = !parser.is_done();
-  const bool chunked = has_body && parser.chunked();
   for (int attempt = 0;; ++attempt) {
     auto link = connect(attempt > 0, result);
     if (!link) return result;
     if (trace_ != nullptr) peer_ = link->remote();
-    const auto w = link->write(head, {}, idle_deadline(), yield_);
+    // A body read whole before the lease (read_early) goes out with the head, in one write.
+    const auto with_head = has_body && !chunked && parser.is_done()
+                               ? std::string_view(body_room(), early_bytes_)
+                               : std::string_view();
+    const auto w = link->write(head, with_head, upload_deadline(), yield_);
     if (!w.ok()) {
       if (may_retry && attempt == 0 && link->reused() && w.how != proxy_link::status::cancelled) continue;
       fail(result, w.how == proxy_link::status::timed_out ? 504 : 502, "downstream took no request");
       count_failed(w);
       return result;
     }
-    if (has_body) {
-      // The client waits for this before it sends its body (RFC 9110 10.1.1).
-      if (req.version() >= 11 && iequals(view(req[http::field::expect]), "100-continue") &&
+    result.uploaded_bytes += with_head.size();
+    if (has_body && with_head.empty()) {
+      if (expects_continue(req) &&
           !io_.send("HTTP/1.1 100 Continue\r\n\r\n", {}, settings_.idle_timeout, yield_)) {
         gone(result);
         count(call_outcome::cancelled);

@@ -14,11 +14,18 @@
 // passed on. `Expect: 100-continue` is answered by the gateway once the downstream has the request's head;
 // 1xx answers of the downstream (but 101) reach an HTTP/1.1 client.
 //
-// Times: the connection must be ready within proxy.connect_timeout (the downstream's by default); the
-// answer's head must arrive within proxy.timeout after the request was sent whole; every other wait
-// (reading or writing a piece either way) within proxy.idle_timeout. Until the answer's head has gone to
-// the client, a failure gets an answer from the gateway (502, 503 or 504, JSON, as for aggregate routes);
-// after it, the client connection is closed (a cut body, never a forged end).
+// A request body that fits half the buffer is read whole before a pooled connection is taken (and sent
+// with the head in one write), so that a client sending it slowly holds none meanwhile; a larger one, or
+// one whose client expects 100 Continue, streams once the connection is there.
+//
+// Times: from the request's head, its body must be received and sent whole, and the answer's head must
+// arrive, within proxy.timeout (a body not in by then: 408); the connection must be ready within
+// proxy.connect_timeout (the downstream's by default) and that timeout; every other wait (reading or
+// writing a piece either way, the upload's too) within proxy.idle_timeout. Until the answer's head has
+// gone to the client, a failure gets an answer from the gateway (502, 503, 504, or 408 and 413 for the
+// client's body; JSON, as for aggregate routes); after it, the client connection is closed (a cut body,
+// never a forged end). A connection goes back to the pool only when nothing followed the answer (bytes
+// behind a bodiless one included).
 //
 // While waiting for the downstream, the client connection is watched: a client that goes away cancels
 // the exchange (`control`, also fired by the shutdown). A reused pooled connection that fails before any

@@ -333,6 +333,10 @@ INVALID = [
     ("a mapping where a list goes", "      on_status: [502]\n", "      on_status: {code: 502}\n"),
     ("CORS without origins", "    deadline: 800ms\n", "    deadline: 800ms\n    cors: {allow_methods: [GET]}\n"),
     ("admin.require_token without a token", "limits:\n", "admin:\n  require_token: true\nlimits:\n"),
+    ("a downstream url with credentials", "    url: http://127.0.0.1:9\n", "    url: http://user:pw@127.0.0.1:9\n"),
+    ("a '*' segment in a route path", "  - path: /api/offer\n", "  - path: /api/*\n"),
+    ("a parameter in a body_template member name", "        path: /inventory?sku={sku}\n",
+     "        path: /inventory?sku={sku}\n        method: POST\n        body_template: {'{sku}': 1}\n"),
 ]
 
 

@@ -5,15 +5,63 @@
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/processes.hpp"
-#include "tests/support/recording_downstream.hpp"
+#include "tests/support/scripted_downstream.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace test_support;
 
 namespace {
+
+// A downstream that answers every request `200 {}` and keeps its head.
+struct recording_downstream {
+  scripted_downstream server{[](const scripted_downstream::request&) {
+    return std::vector<scripted_downstream::piece>{
+        {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"}};
+  }};
+  std::string url(const std::string& base_path) const { return server.url() + base_path; }
+  std::vector<std::string> heads() const {
+    std::vector<std::string> out;
+    for (const auto& r : server.requests()) out.push_back(r.head);
+    return out;
+  }
+  std::vector<std::string> targets() const {
+    std::vector<std::string> out;
+    for (const auto& r : server.requests()) out.push_back(r.target);
+    return out;
+  }
+  // Field `name` of the last head (several joined by ", "), or "<absent>".
+  std::string last_field(std::string_view name) const {
+    const auto all = server.requests();
+    if (all.empty()) return "<absent>";
+    std::string_view head = all.back().head;
+    std::string value;
+    bool found = false;
+    for (auto at = head.find("\r\n"); at != std::string_view::npos && at + 4 < head.size();) {
+      at += 2;
+      const auto end = head.find("\r\n", at);
+      const auto line = head.substr(at, end - at);
+      const auto colon = line.find(':');
+      const auto field = line.substr(0, colon);
+      if (colon != std::string_view::npos && field.size() == name.size() &&
+          std::equal(field.begin(), field.end(), name.begin(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+          })) {
+        if (found) value += ", ";
+        value += line.substr(line.find_first_not_of(' ', colon + 1));
+        found = true;
+      }
+      at = end;
+    }
+    return found ? value : "<absent>";
+  }
+};
 
 std::string edge_config(const recording_downstream& be, const std::string& server_extra = "") {
   return "server:\n  listen: 127.0.0.1:0\n  threads: 1\n" + server_extra + "downstreams:\n  be:\n    url: " +

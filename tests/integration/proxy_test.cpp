@@ -102,7 +102,7 @@ TEST_CASE("proxy: method, rewritten path, query, client fields and bodies go to 
 
 TEST_CASE("proxy: bodies of any size stream through fixed buffers, both ways", "[proxy]") {
   mock_downstream mock;
-  gateway_process gw(proxy_config(mock));
+  gateway_process gw(proxy_config(mock, "      max_body_bytes: 0\n"));
   constexpr std::size_t mib = 1024 * 1024;
   constexpr std::size_t total = 192 * mib;
   const long before = peak_rss_kib(gw);
@@ -189,7 +189,9 @@ TEST_CASE("proxy: a failing downstream gets the gateway answer and 100-continue 
     CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 502);
   }
   SECTION("Expect: 100-continue is answered once the downstream has the head") {
-    http_connection client(gw.port());
+    // The body counts against proxy.timeout: this client takes a second to send it.
+    gateway_process patient(proxy_config(mock, "      timeout: 5s\n"));
+    http_connection client(patient.port());
     client.send_raw(
         "POST /shop/__sink HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
     std::string received;

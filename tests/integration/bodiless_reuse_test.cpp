@@ -1,0 +1,130 @@
+// A downstream that sends bytes after an answer that has no body (to HEAD, a 204, a 304) is out of step
+// with its connection: those bytes must never be taken for the next exchange's answer, so the connection
+// is not reused. Against a scripted downstream that writes a whole second answer behind the bodiless one,
+// in the same write, or (over TLS) as a record of its own, which the gateway's TLS layer may have read
+// already; the next request comes once those bytes have been sent (bytes that arrive only after it went
+// out cannot be told from its answer). For pass-through routes and aggregate calls.
+
+#include "tests/support/http_client.hpp"
+#include "tests/support/processes.hpp"
+#include "tests/support/scripted_downstream.hpp"
+#include "tests/support/tls_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+
+using namespace test_support;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string poison = "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"file\":\"poison\"}";
+const std::string file_b = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{\"file\":\"b\"}";
+
+// Answers HEAD /files/a, GET /files/204 and GET /files/304 without a body, followed by `poison` (in the
+// same write unless `apart`); anything else with file b.
+scripted_downstream::script bodiless_then_poison(bool apart) {
+  return [apart](const scripted_downstream::request& r) -> std::vector<scripted_downstream::piece> {
+    std::string head;
+    if (r.method == "HEAD") {
+      head = "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n";
+    } else if (r.target.ends_with("/204")) {
+      head = "HTTP/1.1 204 No Content\r\n\r\n";
+    } else if (r.target.ends_with("/304")) {
+      head = "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n";
+    } else {
+      return {{file_b}};
+    }
+    if (apart) return {{head}, {poison}};
+    return {{head + poison}};
+  };
+}
+
+// One I/O thread and one connection to the downstream: the next exchange would take the same one.
+std::string config_for(const scripted_downstream& files, const std::string& tls) {
+  std::string y =
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  files:\n    url: " + files.url() +
+      "\n    max_connections: 1\n";
+  if (!tls.empty()) y += "    tls: {ca_file: '" + tls + "'}\n";
+  y += R"(routes:
+  - path_prefix: /files/
+    proxy: {downstream: files, timeout: 2s}
+  - path: /agg/{what}
+    calls:
+      - {name: f, downstream: files, path: '/files/{what}', fallback: {file: none}}
+)";
+  return y;
+}
+
+// The connection number each request for `target` came on, in order.
+std::vector<std::size_t> connections_of(const scripted_downstream& files, const std::string& target) {
+  std::vector<std::size_t> out;
+  for (const auto& r : files.requests()) {
+    if (r.target == target) out.push_back(r.connection);
+  }
+  return out;
+}
+
+void check_next_exchange_is_clean(const std::string& tls_ca, const std::string& cert, const std::string& key,
+                                  bool apart) {
+  for (const std::string first : {"HEAD /files/a", "GET /files/204", "GET /files/304"}) {
+    INFO(first << (apart ? ", the bytes after it written apart" : ", the bytes after it in the same write"));
+    scripted_downstream files(bodiless_then_poison(apart), cert, key);
+    gateway_process gw(config_for(files, tls_ca));
+
+    http_connection a(gw.port());
+    a.send_raw(first + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::string answer_a;
+    CHECK(a.wait_closed_by_peer(3000ms, &answer_a));
+    CHECK(answer_a.find("poison") == std::string::npos);
+    // The bytes behind A's answer have left the downstream before B's request reaches the gateway (bytes
+    // that come only after the next request went out cannot be told from its answer).
+    REQUIRE(files.wait_answered(1));
+    const auto b = http_get(gw.port(), "/files/b");
+    CHECK(b.status == 200);
+    CHECK(b.body == R"({"file":"b"})");
+    // B's request went on a new connection, never on the one with bytes behind A's answer.
+    const auto target_a = first.substr(first.find(' ') + 1);
+    REQUIRE(connections_of(files, target_a).size() == 1);
+    REQUIRE(connections_of(files, "/files/b").size() == 1);
+    CHECK(connections_of(files, "/files/b")[0] != connections_of(files, target_a)[0]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("proxy: bytes after a bodiless answer never reach the next exchange on that connection",
+          "[proxy][pool]") {
+  SECTION("plain, in the same write") {
+    check_next_exchange_is_clean("", "", "", false);
+  }
+  SECTION("TLS, a record of their own") {
+    tls_files certs;
+    check_next_exchange_is_clean(certs.ca_cert, certs.server_cert, certs.server_key, true);
+  }
+}
+
+TEST_CASE("aggregate calls: bytes after a 204 or 304 answer never reach the next call on that connection",
+          "[degraded][pool]") {
+  for (const bool tls : {false, true}) {
+    for (const std::string first : {"204", "304"}) {
+      INFO((tls ? "TLS, " : "plain, ") << first);
+      std::optional<tls_files> certs;
+      if (tls) certs.emplace();
+      scripted_downstream files(bodiless_then_poison(tls), tls ? certs->server_cert : "",
+                                tls ? certs->server_key : "");
+      gateway_process gw(config_for(files, tls ? certs->ca_cert : ""));
+      http_get(gw.port(), "/agg/" + first);  // its answer has no JSON body: the call falls back
+      REQUIRE(files.wait_answered(1));
+      const auto b = http_get(gw.port(), "/agg/b");
+      CHECK(b.status == 200);
+      INFO(b.body);
+      CHECK(b.body.find(R"("file":"b")") != std::string::npos);
+      REQUIRE(connections_of(files, "/files/" + first).size() == 1);
+      REQUIRE(connections_of(files, "/files/b").size() == 1);
+      CHECK(connections_of(files, "/files/b")[0] != connections_of(files, "/files/" + first)[0]);
+    }
+  }
+}

@@ -1,0 +1,189 @@
+// What the loader refuses because it would be unsafe or would never do what it says: credentials in a
+// downstream url, header policies that name fields the gateway writes itself, parameters in the member
+// names of a body_template, and a '*' in a route path. Each refusal is one error at the offending value's
+// line and column.
+
+#include "gateway/aggregate/body_template.hpp"
+#include "gateway/config/config_loader.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace gateway;
+
+namespace {
+
+// An aggregate route /a with one call, and a pass-through route /p/: `route_headers` and `call_headers`
+// are flow mappings given to the aggregate route and its call, `proxy_headers` to the proxy route, and
+// `url` is the downstream's.
+struct config_parts {
+  std::string url = "http://127.0.0.1:9001/base";
+  std::string route_headers;
+  std::string call_headers;
+  std::string proxy_headers;
+  std::string body_template;
+  std::string route_path = "path: /a";
+  std::string proxy_path = "path_prefix: /p/";
+
+  std::string yaml() const {
+    std::string y = "server:\n  listen: 127.0.0.1:0\ndownstreams:\n  d:\n    url: " + url + "\nroutes:\n";
+    y += "  - " + route_path + "\n    method: POST\n    params: {role: {}}\n";
+    if (!route_headers.empty()) y += "    headers: " + route_headers + "\n";
+    y += "    calls:\n      - name: one\n        downstream: d\n        path: /one\n";
+    if (!body_template.empty()) y += "        method: POST\n        body_template: " + body_template + "\n";
+    if (!call_headers.empty()) y += "        headers: " + call_headers + "\n";
+    y += "  - " + proxy_path + "\n    proxy: {downstream: d}\n";
+    if (!proxy_headers.empty()) y += "    headers: " + proxy_headers + "\n";
+    return y;
+  }
+};
+
+// The 1-based line of the first line of `text` holding `needle`, and the column of `needle` in it.
+std::pair<int, int> position_of(const std::string& text, const std::string& needle) {
+  const auto at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  const auto line_start = text.rfind('\n', at);
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  const auto column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  return {static_cast<int>(line), static_cast<int>(column)};
+}
+
+// The one error of `parts`' configuration; it must be at `at` (a text of the configuration).
+config_error one_error_at(const config_parts& parts, const std::string& at) {
+  const auto yaml = parts.yaml();
+  INFO(yaml);
+  const auto r = load_config_text(yaml, "t.yaml");
+  CHECK_FALSE(r.config.has_value());
+  REQUIRE(r.errors.size() == 1);
+  INFO(r.errors[0].message);
+  const auto [line, column] = position_of(yaml, at);
+  CHECK(r.errors[0].line == line);
+  CHECK(r.errors[0].column == column);
+  return r.errors[0];
+}
+
+bool loads(const config_parts& parts) {
+  const auto r = load_config_text(parts.yaml(), "t.yaml");
+  INFO(parts.yaml());
+  INFO((r.errors.empty() ? std::string() : r.errors[0].message));
+  return r.errors.empty();
+}
+
+}  // namespace
+
+TEST_CASE("a downstream url with credentials is refused at its line, without echoing the password",
+          "[config][security]") {
+  REQUIRE(loads(config_parts{}));
+  for (const std::string url : {"http://user:hunter2@127.0.0.1:9001/x", "http://user:hunter2@shop.internal/x",
+                                "https://user:hunter2@shop.internal:8443", "http://hunter2@127.0.0.1:9001"}) {
+    INFO(url);
+    config_parts parts;
+    parts.url = url;
+    const auto e = one_error_at(parts, url);
+    CHECK(e.message.find("hunter2") == std::string::npos);
+    CHECK_THAT(e.message, Catch::Contains("credentials"));
+    CHECK_THAT(e.message, Catch::Contains("headers.set: {Authorization:"));
+    CHECK_THAT(e.message, Catch::Contains("${"));
+  }
+  // An '@' in the base path is no credential.
+  config_parts at_in_path;
+  at_in_path.url = "http://127.0.0.1:9001/users/@me";
+  CHECK(loads(at_in_path));
+}
+
+TEST_CASE("header policy of aggregate routes and calls: the gateway's own fields are refused where named",
+          "[config][headers][security]") {
+  for (const std::string name : {"Content-Type", "Accept-Encoding", "Accept", "X-Request-Timeout-Ms",
+                                 "tracestate", "X-Real-IP", "Content-Length", "Host"}) {
+    INFO(name);
+    config_parts route_set;
+    route_set.route_headers = "{set: {" + name + ": x}}";
+    auto e = one_error_at(route_set, "{" + name);
+    CHECK_THAT(e.message, Catch::Contains(name));
+    CHECK_THAT(e.message, Catch::Contains("cannot be forwarded or set"));
+
+    config_parts route_forward;
+    route_forward.route_headers = "{forward: [" + name + "]}";
+    one_error_at(route_forward, "[" + name);
+
+    config_parts call_set;
+    call_set.call_headers = "{set: {" + name + ": x}}";
+    one_error_at(call_set, "{" + name);
+
+    config_parts call_forward;
+    call_forward.call_headers = "{forward: [" + name + "]}";
+    one_error_at(call_forward, "[" + name);
+  }
+  // What a call may still do: remove such a field, set or forward fields that are not the gateway's.
+  config_parts fine;
+  fine.route_headers = "{forward: [Authorization, Accept-Language], set: {X-Api-Key: k}}";
+  fine.call_headers = "{remove: [X-Forwarded-Host, Content-Type], set: {X-Tenant: t}}";
+  CHECK(loads(fine));
+}
+
+TEST_CASE("pass-through header policy: framing, identity, Host, Expect and trace fields are refused",
+          "[config][headers][proxy][security]") {
+  for (const std::string name :
+       {"Transfer-Encoding", "Content-Length", "Connection", "Host", "Expect", "traceparent", "tracestate",
+        "X-Forwarded-For", "Forwarded", "X-Real-IP", "X-Request-Id"}) {
+    INFO(name);
+    config_parts parts;
+    parts.proxy_headers = "{set: {" + name + ": x}}";
+    const auto e = one_error_at(parts, "{" + name);
+    CHECK_THAT(e.message, Catch::Contains(name));
+  }
+  // The gateway writes no Accept, Accept-Encoding or Content-Type on a pass-through request: a route may
+  // set them (the client's are then replaced), and remove anything.
+  config_parts parts;
+  parts.proxy_headers =
+      "{set: {Content-Type: application/json, Accept: text/html, Accept-Encoding: identity}, remove: [Host, "
+      "Cookie]}";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("body_template: a parameter in a member name is refused, in values it stays",
+          "[config][body][security]") {
+  std::string error;
+  CHECK(body_template::parse(R"({"role":"guest","user":"{role}"})", error));
+  CHECK_FALSE(body_template::parse(R"({"role":"guest","{role}":"admin"})", error));
+  CHECK_THAT(error, Catch::Contains("member name"));
+  CHECK_FALSE(body_template::parse(R"({"a":{"x{role}":1}})", error));        // nested, and inside a name
+  CHECK_FALSE(body_template::parse(R"({"a":[{"{role}":1}]})", error));       // in an array's object
+  CHECK(body_template::parse(R"({"a":[":{role}"],"b":"{role}:"})", error));  // a ':' in a value
+
+  config_parts parts;
+  parts.body_template = "{role: guest, '{role}': admin}";
+  const auto e = one_error_at(parts, "{role: guest");
+  CHECK_THAT(e.message, Catch::Contains("'{role}'"));
+  CHECK_THAT(e.message, Catch::Contains("member name"));
+  parts.body_template = "{role: guest, name: '{role}'}";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("a '*' in a route path or prefix is refused with what to write instead", "[config][routing]") {
+  SECTION("a pass-through route") {
+    config_parts parts;
+    parts.proxy_path = "path: /legacy/*";
+    const auto e = one_error_at(parts, "/legacy/*");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /legacy/"));
+    CHECK_THAT(e.message, Catch::Contains("{rest*}"));
+  }
+  SECTION("an aggregate route, and a '*' in the middle") {
+    config_parts parts;
+    parts.route_path = "path: /api/*/x";
+    const auto e = one_error_at(parts, "/api/*/x");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /api/"));
+  }
+  SECTION("a path_prefix") {
+    config_parts parts;
+    parts.proxy_path = "path_prefix: /legacy/*";
+    const auto e = one_error_at(parts, "/legacy/*");
+    CHECK_THAT(e.message, Catch::Contains("path_prefix: /legacy/"));
+  }
+  SECTION("a catch-all parameter is no '*' segment") {
+    config_parts parts;
+    parts.route_path = "path: /files/{rest*}";
+    CHECK(loads(parts));
+  }
+}
