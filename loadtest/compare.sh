@@ -37,7 +37,7 @@ run() {
   echo "== compare: $label (pair $pair) from $dir" >&2
   GATEWAY_BENCH_BIN=$dir "$root/loadtest/bench.sh" "${scenarios[@]}" >/dev/null
   awk -F'|' -v label="$label" -v pair="$pair" '
-    NF > 12 && $2 ~ /^ [a-z0-9]+ $/ && $2 != " scenario " {
+    NF > 12 && $2 ~ /^ [a-z0-9-]+ $/ && $2 != " scenario " {
       gsub(/ /, "", $2); gsub(/ /, "", $11); sub(/^ +/, "", $13); split($13, m, " ")
       print label, pair, $2, $11, m[1]
     }' "$root/loadtest/results/latest.md" >>"$raw"

@@ -61,6 +61,9 @@ class connection_pool {
     clock::time_point last_used{};
     bool reused = false;  // served an exchange before
     bool stale = false;   // input arrived while idle: not fit for another exchange
+    // Its last answer had no body (a pass-through HEAD, 204 or 304): the next lease peeks for bytes a
+    // downstream sent behind it late, before the pool's watch could report them.
+    bool check_before_reuse = false;
     boost::asio::ip::tcp::endpoint remote;
   };
   using handle = std::unique_ptr<connection>;

@@ -124,6 +124,10 @@ class pooled_link final : public proxy_link {
     lane_.attempt_ended(to_, ticket_, failed, !failed, now);
   }
 
+  void answered_without_body() override {
+    if (conn_) conn_->check_before_reuse = true;
+  }
+
   bool reused() const override { return conn_ && conn_->reused; }
   boost::asio::ip::tcp::endpoint remote() const override { return to_.address; }
 
@@ -224,10 +228,11 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
   auto& pool = to_.pool;
   if (!request.fresh) {
     while (auto conn = pool.take_idle(clock::now())) {
-      if (conn->stale || !quiet(*conn)) {
+      if (conn->stale || (conn->check_before_reuse && !quiet(*conn))) {
         pool.discard(std::move(conn));
         continue;
       }
+      conn->check_before_reuse = false;
       conn_ = std::move(conn);
       conn_->user = &read_by_link;
       return true;
@@ -244,8 +249,10 @@ bool pooled_link::acquire(const lease_request& request, net::yield_context yield
       if (!cancel_.cancelled()) timer.async_wait(yield[ignored]);
     }
     pool.dequeue(waiter);
-    if (waiter.conn && !waiter.conn->stale && !quiet(*waiter.conn)) waiter.conn->stale = true;
+    if (waiter.conn && !waiter.conn->stale && waiter.conn->check_before_reuse && !quiet(*waiter.conn))
+      waiter.conn->stale = true;
     if (waiter.conn && !cancel_.cancelled() && !waiter.conn->stale) {
+      waiter.conn->check_before_reuse = false;
       conn_ = std::move(waiter.conn);
       conn_->user = &read_by_link;
       return true;

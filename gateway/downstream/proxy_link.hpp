@@ -49,6 +49,10 @@ class proxy_link {
   // the connection open (it goes back to the pool); `failed`: the downstream failed (counted against its
   // endpoint, for ejection and its breaker).
   virtual void finish(bool reusable, bool failed) = 0;
+  // The answer had no body (HEAD, 204, 304); called before finish(). A downstream out of step may still
+  // send one behind it, too late for finish() to see: the connection's next lease looks for bytes first
+  // (one system call, paid only after such an answer).
+  virtual void answered_without_body() = 0;
   // The connection served an exchange before: one that fails before any of the answer arrived may have
   // been closed by the downstream while it idled (the request is then worth one more try on a new one).
   virtual bool reused() const = 0;

@@ -663,6 +663,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   result.keep_alive = keep_alive && !to_end;
   // Nothing may follow the answer on a connection that goes back to the pool.
   const bool reusable = !to_end && parser->keep_alive() && !extra && request_whole;
+  if (bodiless) link.answered_without_body();
   link.finish(reusable, false);
   return relayed::done;
 }
