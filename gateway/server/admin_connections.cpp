@@ -2,16 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstring>
 
 namespace gateway {
-
-std::size_t admin_connections::hash::operator()(const address& a) const noexcept {
-  std::uint64_t hi = 0, lo = 0;
-  std::memcpy(&hi, a.data(), 8);
-  std::memcpy(&lo, a.data() + 8, 8);
-  return static_cast<std::size_t>(hi * 0x9E3779B97F4A7C15ull ^ lo);
-}
 
 admin_connections::admin_connections(std::size_t max_total, std::size_t max_per_client)
     : max_total_(std::max<std::size_t>(max_total, 1)),

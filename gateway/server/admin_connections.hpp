@@ -12,6 +12,8 @@
 // once, inside a later admit(), after the member has been unlinked: it may only close the socket (the
 // connection's coroutine resumes later, from the queue, and finds itself evicted()).
 
+#include "gateway/server/client_slots.hpp"
+
 #include <boost/intrusive/list.hpp>
 
 #include <array>
@@ -24,7 +26,7 @@ namespace gateway {
 
 class admin_connections {
  public:
-  using address = std::array<std::uint8_t, 16>;  // IPv6, or IPv4-mapped
+  using address = client_slots::address;  // IPv6, or IPv4-mapped
 
   class member {
    public:
@@ -74,16 +76,12 @@ class admin_connections {
   using client_line =
       boost::intrusive::list<member,
                              boost::intrusive::member_hook<member, member::hook, &member::in_client_>>;
-  struct hash {
-    std::size_t operator()(const address& a) const noexcept;
-  };
-
   void evict(member& m);
 
   std::size_t max_total_;
   std::size_t max_per_client_;
   line line_;
-  std::unordered_map<address, client_line, hash> clients_;
+  std::unordered_map<address, client_line, client_slots::hash> clients_;
   std::uint64_t evicted_for_client_ = 0;
   std::uint64_t evicted_for_total_ = 0;
 };

@@ -23,10 +23,12 @@ class client_slots {
   bool take(const address& a);
   void give(const address& a);
 
- private:
+  // A hash of an address, for the tables of clients (here and server/admin_connections.hpp).
   struct hash {
     std::size_t operator()(const address& a) const noexcept;
   };
+
+ private:
   std::size_t cap_ = 0;
   std::mutex mutex_;
   std::unordered_map<address, std::size_t, hash> open_;

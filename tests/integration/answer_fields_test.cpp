@@ -34,17 +34,6 @@ std::string fields_config(const mock_downstream& mock, const std::string& downst
 )";
 }
 
-std::vector<std::string> all_of(const http_response& r, const std::string& name) {
-  std::vector<std::string> values;
-  for (const auto& [n, v] : r.headers) {
-    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char x, char y) {
-          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-        }))
-      values.push_back(v);
-  }
-  return values;
-}
-
 void typical_answers(mock_downstream& mock) {
   mock.set_headers("a",
                    {"Content-Language: de", "X-Cache-Tags: offer-1", "X-Secret: internal",
@@ -63,15 +52,15 @@ TEST_CASE("answer fields: allowlisted fields and cookies reach the client, the l
   const auto r = http_get(gw.port(), "/api/fields");
   REQUIRE(r.status == 200);
   CHECK_FALSE(r.has_header("X-Degraded"));
-  CHECK(all_of(r, "Content-Language") == std::vector<std::string>{"de"});  // the same value once
-  CHECK(all_of(r, "X-Cache-Tags") == std::vector<std::string>{"offer-1"});
+  CHECK(r.all("Content-Language") == std::vector<std::string>{"de"});  // the same value once
+  CHECK(r.all("X-Cache-Tags") == std::vector<std::string>{"offer-1"});
   CHECK_FALSE(r.has_header("X-Secret"));
   // Separate Set-Cookie fields, only the allowlisted cookies.
-  CHECK(all_of(r, "Set-Cookie") ==
+  CHECK(r.all("Set-Cookie") ==
         std::vector<std::string>{"ab_group=b; Path=/", "session_hint=h2; HttpOnly"});
-  CHECK(all_of(r, "Cache-Control") == std::vector<std::string>{"max-age=30"});
-  CHECK(all_of(r, "Content-Type") == std::vector<std::string>{"application/json"});
-  CHECK(all_of(r, "Content-Length").size() == 1);
+  CHECK(r.all("Cache-Control") == std::vector<std::string>{"max-age=30"});
+  CHECK(r.all("Content-Type") == std::vector<std::string>{"application/json"});
+  CHECK(r.all("Content-Length").size() == 1);
 
   // The default: a route without response_headers passes nothing of the answers.
   const auto plain = http_get(gw.port(), "/api/plain");
@@ -90,8 +79,8 @@ TEST_CASE("answer fields: no-store from one call, or a degraded call, makes the 
   mock.set_headers("b", {"Cache-Control: no-store", "Content-Language: fr"});
   auto r = http_get(gw.port(), "/api/fields");
   REQUIRE(r.status == 200);
-  CHECK(all_of(r, "Cache-Control") == std::vector<std::string>{"no-store"});
-  CHECK(all_of(r, "Content-Language") == std::vector<std::string>{"de", "fr"});
+  CHECK(r.all("Cache-Control") == std::vector<std::string>{"no-store"});
+  CHECK(r.all("Content-Language") == std::vector<std::string>{"de", "fr"});
 
   // b fails: its fallback is served, nothing of it passes, and the answer must not be cached.
   typical_answers(mock);
@@ -99,8 +88,8 @@ TEST_CASE("answer fields: no-store from one call, or a degraded call, makes the 
   r = http_get(gw.port(), "/api/fields");
   REQUIRE(r.status == 200);
   CHECK(r.degraded_reason("b") == "error");
-  CHECK(all_of(r, "Cache-Control") == std::vector<std::string>{"no-store"});
-  CHECK(all_of(r, "Set-Cookie") == std::vector<std::string>{"ab_group=b; Path=/"});
+  CHECK(r.all("Cache-Control") == std::vector<std::string>{"no-store"});
+  CHECK(r.all("Set-Cookie") == std::vector<std::string>{"ab_group=b; Path=/"});
 
   // An answer without Cache-Control has no explicit freshness: not cacheable either.
   mock.control("b", "ok");
@@ -108,7 +97,7 @@ TEST_CASE("answer fields: no-store from one call, or a degraded call, makes the 
   r = http_get(gw.port(), "/api/fields");
   REQUIRE(r.status == 200);
   CHECK_FALSE(r.has_header("X-Degraded"));
-  CHECK(all_of(r, "Cache-Control") == std::vector<std::string>{"no-store"});
+  CHECK(r.all("Cache-Control") == std::vector<std::string>{"no-store"});
 }
 
 TEST_CASE("answer fields: a value with a control never reaches the client", "[answer_fields]") {
@@ -121,8 +110,8 @@ TEST_CASE("answer fields: a value with a control never reaches the client", "[an
   REQUIRE(r.status == 200);
   CHECK(r.degraded_reason("a") == "error");
   CHECK_FALSE(r.has_header("X-Cache-Tags"));
-  CHECK(all_of(r, "Cache-Control") == std::vector<std::string>{"no-store"});
-  CHECK(all_of(r, "Set-Cookie") == std::vector<std::string>{"session_hint=h2; HttpOnly"});
+  CHECK(r.all("Cache-Control") == std::vector<std::string>{"no-store"});
+  CHECK(r.all("Set-Cookie") == std::vector<std::string>{"session_hint=h2; HttpOnly"});
   // An over-long value (over 4 KiB) is dropped alone: the call still answers.
   mock.set_headers(
       "a", {"X-Cache-Tags: " + std::string(5000, 't'), "Content-Language: de", "Cache-Control: max-age=60"});
@@ -130,7 +119,7 @@ TEST_CASE("answer fields: a value with a control never reaches the client", "[an
   REQUIRE(long_value.status == 200);
   CHECK_FALSE(long_value.has_header("X-Degraded"));
   CHECK_FALSE(long_value.has_header("X-Cache-Tags"));
-  CHECK(all_of(long_value, "Cache-Control") == std::vector<std::string>{"max-age=30"});
+  CHECK(long_value.all("Cache-Control") == std::vector<std::string>{"max-age=30"});
 }
 
 TEST_CASE("answer fields: an answer from the gateway's cache carries its fields but no cookie",
@@ -140,13 +129,13 @@ TEST_CASE("answer fields: an answer from the gateway's cache carries its fields 
   gateway_process gw(fields_config(mock, "    cache: true\n"));
   const auto first = http_get(gw.port(), "/api/fields");
   REQUIRE(first.status == 200);
-  CHECK(all_of(first, "Set-Cookie").size() == 2);
+  CHECK(first.all("Set-Cookie").size() == 2);
   const auto second = http_get(gw.port(), "/api/fields");
   REQUIRE(second.status == 200);
   CHECK(mock.path_counter(mock.stats(), "a", "requests") == 1);  // served from the cache
-  CHECK(all_of(second, "Content-Language") == std::vector<std::string>{"de"});
-  CHECK(all_of(second, "X-Cache-Tags") == std::vector<std::string>{"offer-1"});
-  CHECK(all_of(second, "Set-Cookie").empty());
+  CHECK(second.all("Content-Language") == std::vector<std::string>{"de"});
+  CHECK(second.all("X-Cache-Tags") == std::vector<std::string>{"offer-1"});
+  CHECK(second.all("Set-Cookie").empty());
   const auto cache_control = second.header("Cache-Control");
   REQUIRE(cache_control);
   CHECK((*cache_control == "max-age=30" || *cache_control == "max-age=29"));

@@ -19,17 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> all_of(const http_response& r, const std::string& name) {
-  std::vector<std::string> values;
-  for (const auto& [n, v] : r.headers) {
-    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char x, char y) {
-          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-        }))
-      values.push_back(v);
-  }
-  return values;
-}
-
 json entry_of(const http_response& res, const std::string& source) {
   const auto body = json::parse(res.body, nullptr, false);
   if (!body.is_array()) return {};
@@ -125,7 +114,7 @@ TEST_CASE("shared answers: a coalesced follower never gets its leader's Set-Cook
     INFO(sql::describe(a));
     REQUIRE(a.response.status == 200);
     CHECK_FALSE(a.response.has_header("X-Degraded"));
-    const auto cookies = all_of(a.response, "Set-Cookie");
+    const auto cookies = a.response.all("Set-Cookie");
     CHECK(cookies.size() <= 1);
     with_cookie += static_cast<int>(cookies.size());
   }

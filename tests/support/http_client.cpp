@@ -59,6 +59,13 @@ std::optional<std::string> http_response::header(std::string_view name) const {
   return std::nullopt;
 }
 
+std::vector<std::string> http_response::all(std::string_view name) const {
+  std::vector<std::string> values;
+  for (const auto& [k, v] : headers)
+    if (iequals(k, name)) values.push_back(v);
+  return values;
+}
+
 std::optional<std::string> http_response::degraded_calls() const {
   const auto list = header("x-degraded");
   if (!list) return std::nullopt;

@@ -33,6 +33,8 @@ struct http_response {
   // First header with this name, compared case-insensitively.
   std::optional<std::string> header(std::string_view name) const;
   bool has_header(std::string_view name) const { return header(name).has_value(); }
+  // Every header with this name, in order.
+  std::vector<std::string> all(std::string_view name) const;
   // The body parsed as JSON; throws http_error (with the body) if it is not JSON.
   nlohmann::json json() const;
   // The calls X-Degraded lists, by name, joined by ','; nullopt without the header.
