@@ -11,6 +11,10 @@
 #include "gateway/server/router.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
+#ifndef GATEWAY_TARGET_ROUTES
+#error "GATEWAY_TARGET_ROUTES must name tests/fuzz/request_target_routes.yaml"
+#endif
+
 #include <string>
 #include <string_view>
 
@@ -41,18 +45,7 @@ void check_clean(std::string_view target) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  static auto loaded = gateway::load_config_text(R"(
-downstreams:
-  be: {url: http://127.0.0.1:9/base}
-routes:
-  - path_prefix: /files/
-    proxy: {downstream: be, rewrite: /blob/}
-  - path_prefix: /item/
-    proxy: {downstream: be}
-  - path: /raw
-    proxy: {downstream: be, rewrite: /r}
-)",
-                                                 "fuzz.yaml");
+  static auto loaded = gateway::load_config_file(GATEWAY_TARGET_ROUTES);
   if (!loaded.config) std::abort();
   config = &*loaded.config;
   routes = new gateway::router(config->routes);
