@@ -5,10 +5,12 @@
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/prometheus_text.hpp"
+#include "tests/support/scripted_downstream.hpp"
 
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace test_support;
 using namespace std::chrono_literals;
@@ -139,4 +141,29 @@ TEST_CASE("outcomes: a required call's failure answers 504 on timeout, 502 on er
     gateway_process gw(cfg.yaml());
     CHECK(http_get(gw.port(), offer_target("T")).status == 502);
   }
+}
+
+TEST_CASE("breaker: a downstream's 4xx answers to clients never open its circuit", "[resilience][breaker]") {
+  // A downstream that answers 401 to every request (a bad token, say): the client's fault, not the
+  // downstream's, so no number of them may take the downstream away from other clients.
+  scripted_downstream auth([](const scripted_downstream::request&) {
+    return std::vector<scripted_downstream::piece>{
+        {"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
+         "Content-Length: 24\r\n\r\n{\"error\":\"unauthorized\"}"}};
+  });
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  price:\n    url: " + auth.url() +
+                     "\n" + quick_breaker + R"(routes:
+  - path: /p
+    response: object
+    calls:
+      - {name: price, downstream: price, path: /price, fallback: {price: -1}}
+)");
+  for (int i = 0; i < 10; ++i) {
+    const auto res = http_get(gw.port(), "/p");
+    CHECK(res.status == 200);
+    CHECK(res.degraded_reason("price") == "error");
+  }
+  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "price"}}) == 0);
+  CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "price"}, {"to", "open"}}) == 0);
+  CHECK(auth.requests().size() == 10);  // every call reached the downstream
 }
