@@ -19,23 +19,34 @@
 namespace gateway {
 
 // Who the client is, as a proxy in front of the gateway may say (lower-case).
-inline constexpr std::string_view identity_fields[] = {
-    "forwarded",         "x-forwarded-for",    "x-forwarded-proto", "x-forwarded-host",
-    "x-forwarded-port",  "x-forwarded-prefix", "x-forwarded-server", "x-forwarded-ssl",
-    "x-forwarded-scheme", "x-real-ip",         "x-client-ip",       "true-client-ip",
-    "x-original-forwarded-for", "x-request-id"};
+inline constexpr std::string_view identity_fields[] = {"forwarded",
+                                                       "x-forwarded-for",
+                                                       "x-forwarded-proto",
+                                                       "x-forwarded-host",
+                                                       "x-forwarded-port",
+                                                       "x-forwarded-prefix",
+                                                       "x-forwarded-server",
+                                                       "x-forwarded-ssl",
+                                                       "x-forwarded-scheme",
+                                                       "x-real-ip",
+                                                       "x-client-ip",
+                                                       "true-client-ip",
+                                                       "x-original-forwarded-for",
+                                                       "x-request-id"};
 
 // What the gateway itself writes on a downstream request's head besides the framing (lower-case).
 inline constexpr std::string_view written_fields[] = {
-    "host", "expect", "accept", "accept-encoding", "content-type", "x-request-timeout-ms", "traceparent",
-    "tracestate"};
+    "host",        "expect",    "accept", "accept-encoding", "content-type", "x-request-timeout-ms",
+    "traceparent", "tracestate"};
 
 // What the gateway writes anew on every request towards a downstream (lower-case): the request's id, its
 // trace context and the time left. Left out of the key of shared answers (downstream/share_key.hpp).
 inline constexpr std::string_view per_request_fields[] = {"x-request-id", "traceparent", "tracestate",
                                                           "x-request-timeout-ms"};
 
-inline bool identity_field(std::string_view name) { return listed_ci(name, identity_fields); }
+inline bool identity_field(std::string_view name) {
+  return listed_ci(name, identity_fields);
+}
 
 // Whether a header policy may not forward or set `name`: framing, identity or written by the gateway.
 inline bool gateway_owned(std::string_view name) {

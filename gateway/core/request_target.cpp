@@ -16,8 +16,8 @@ int hex_value(char c) {
 }
 
 bool unreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
 }
 
 constexpr char upper_hex[] = "0123456789ABCDEF";
@@ -146,9 +146,8 @@ target_check normalize_target(std::string_view target) {
     const auto scheme = target.substr(0, scheme_end);
     const bool http = scheme.size() == 4 && (scheme[0] | 0x20) == 'h' && (scheme[1] | 0x20) == 't' &&
                       (scheme[2] | 0x20) == 't' && (scheme[3] | 0x20) == 'p';
-    const bool https = scheme.size() == 5 && (scheme[4] | 0x20) == 's' &&
-                       (scheme[0] | 0x20) == 'h' && (scheme[1] | 0x20) == 't' &&
-                       (scheme[2] | 0x20) == 't' && (scheme[3] | 0x20) == 'p';
+    const bool https = scheme.size() == 5 && (scheme[4] | 0x20) == 's' && (scheme[0] | 0x20) == 'h' &&
+                       (scheme[1] | 0x20) == 't' && (scheme[2] | 0x20) == 't' && (scheme[3] | 0x20) == 'p';
     if (!http && !https) return refuse("request target scheme is not http or https");
     const auto after = target.substr(scheme_end + 3);
     const auto end = after.find_first_of("/?");
@@ -157,7 +156,8 @@ target_check normalize_target(std::string_view target) {
     if (authority.find('@') != std::string_view::npos) return refuse("request target has userinfo");
     for (const char c : authority) {
       const auto u = static_cast<unsigned char>(c);
-      if (u <= 0x20 || u >= 0x7f || c == '\\' || c == '%') return refuse("invalid authority in request target");
+      if (u <= 0x20 || u >= 0x7f || c == '\\' || c == '%')
+        return refuse("invalid authority in request target");
     }
     r.authority = std::string(authority);
     r.rewritten = true;

@@ -7,9 +7,9 @@
 // In the key:
 // - an HTTP call: its method, target (path and query), body, and every header field of
 //   call_request::headers as sent (the client fields the header policy passes on and its fixed fields,
-//   then the forwarded ones: X-Forwarded-For/-Proto/-Host or Forwarded). With server.forwarded on, answers are therefore
-//   kept per client address (X-Forwarded-For) and per Host (X-Forwarded-Host); a call whose answers may
-//   be shared across clients removes those fields (its headers.remove).
+//   then the forwarded ones: X-Forwarded-For/-Proto/-Host or Forwarded). With server.forwarded on, answers
+//   are therefore kept per client address (X-Forwarded-For) and per Host (X-Forwarded-Host); a call whose
+//   answers may be shared across clients removes those fields (its headers.remove).
 // - a SQL call: its statement and each name it binds, in position order, with the value bound to it
 //   (bound_value(); NULL told apart from every text). Route parameters the statement does not bind, and
 //   header fields (a SQL call sends none), are not in it.

@@ -16,7 +16,8 @@ namespace gateway {
 // Whether a Connection field of `fields` names `name` (those fields are hop-by-hop too, RFC 9110 7.6.1).
 template <class Fields>
 bool named_by_connection(const Fields& fields, std::string_view name) {
-  for (const auto& field : boost::make_iterator_range(fields.equal_range(boost::beast::http::field::connection))) {
+  for (const auto& field :
+       boost::make_iterator_range(fields.equal_range(boost::beast::http::field::connection))) {
     std::string_view list(field.value().data(), field.value().size());
     while (!list.empty()) {
       const auto comma = list.find(',');

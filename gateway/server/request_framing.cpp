@@ -76,7 +76,8 @@ bool framing_lookalike(std::string_view name) {
 // A Host value: a host name, an IPv4 address or a bracketed IPv6 one, and an optional port (RFC 9110
 // 7.2); no list, no userinfo, no path. Empty is allowed (RFC 9112 3.2, a target without authority).
 constexpr char_class::chars digits = "0123456789";
-constexpr char_class::chars host_chars = char_class::chars(boost::urls::grammar::alnum_chars) + "-._~!$&'()*+;=%:[]";
+constexpr char_class::chars host_chars =
+    char_class::chars(boost::urls::grammar::alnum_chars) + "-._~!$&'()*+;=%:[]";
 
 }  // namespace
 
@@ -93,8 +94,7 @@ std::string_view field_refusal(const http::request_header<>& head) {
         break;
       case http::field::content_length:
         ++lengths;
-        if (!char_class::all_of(view(field.value()), digits))
-          return "Content-Length is not one number";
+        if (!char_class::all_of(view(field.value()), digits)) return "Content-Length is not one number";
         break;
       case http::field::authorization:
         ++authorizations;

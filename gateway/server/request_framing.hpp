@@ -46,7 +46,8 @@ class fold_watch {
     if (n == 0) return;
     if (after_lf_ && (bytes[0] == ' ' || bytes[0] == '\t')) folded_ = true;
     const char* end = bytes + n;
-    for (const char* p = bytes; (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) != nullptr;) {
+    for (const char* p = bytes; (p = static_cast<const char*>(
+                                     std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) != nullptr;) {
       if (++p == end) break;
       if (*p == ' ' || *p == '\t') folded_ = true;
     }

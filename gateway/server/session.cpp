@@ -327,7 +327,8 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
         outbound_response r;
         r.status = 400;
         r.body = error_body(why);
-        const std::string_view method(parser.get().method_string().data(), parser.get().method_string().size());
+        const std::string_view method(parser.get().method_string().data(),
+                                      parser.get().method_string().size());
         send(r, false, method == "HEAD");
         finish(r, method, started);
         body_unread = !parser.is_done();

@@ -1,9 +1,10 @@
 // libFuzzer target: the path of a client request up to the fan-out. Beast's request parser with the
 // limits and options the session sets, then what the gateway does with each parsed request: the check of
-// its transfer codings, the edge's admission of its fields and target (admit_head), the route lookup on the routes of config/gateway.yaml, the split of the target,
-// the query parameters and the downstream targets expanded from them, and the JSON strings that carry
-// request text into error bodies and log lines. (make_request_id and error_body live in
-// request_handler.cpp next to the fan-out, whose sources and libraries they would bring along.)
+// its transfer codings, the edge's admission of its fields and target (admit_head), the route lookup on
+// the routes of config/gateway.yaml, the split of the target, the query parameters and the downstream
+// targets expanded from them, and the JSON strings that carry request text into error bodies and log
+// lines. (make_request_id and error_body live in request_handler.cpp next to the fan-out, whose sources
+// and libraries they would bring along.)
 // Input: byte 0 picks the sizes of the pieces the rest arrives in; the rest is what a client sends on one
 // connection (several pipelined requests are handled in turn, as the session does).
 // Invariants: nothing crashes or leaks; a body accepted with a transfer coding was framed by Beast as

@@ -69,7 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& route = config->routes[found.index];
   const auto out =
       gateway::forwarded_target(route, config->downstreams[route.proxy->downstream_index], target);
-  const std::string_view base = found.index == 0 ? "/base/blob/" : found.index == 1 ? "/base/item/" : "/base/r";
+  const std::string_view base = found.index == 0   ? "/base/blob/"
+                                : found.index == 1 ? "/base/item/"
+                                                   : "/base/r";
   FUZZ_CHECK(out.rfind(base, 0) == 0);
   check_clean(out);
   return 0;

@@ -56,8 +56,7 @@ TEST_CASE("answer fields: allowlisted fields and cookies reach the client, the l
   CHECK(r.all("X-Cache-Tags") == std::vector<std::string>{"offer-1"});
   CHECK_FALSE(r.has_header("X-Secret"));
   // Separate Set-Cookie fields, only the allowlisted cookies.
-  CHECK(r.all("Set-Cookie") ==
-        std::vector<std::string>{"ab_group=b; Path=/", "session_hint=h2; HttpOnly"});
+  CHECK(r.all("Set-Cookie") == std::vector<std::string>{"ab_group=b; Path=/", "session_hint=h2; HttpOnly"});
   CHECK(r.all("Cache-Control") == std::vector<std::string>{"max-age=30"});
   CHECK(r.all("Content-Type") == std::vector<std::string>{"application/json"});
   CHECK(r.all("Content-Length").size() == 1);

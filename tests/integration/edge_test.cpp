@@ -64,8 +64,8 @@ struct recording_downstream {
 };
 
 std::string edge_config(const recording_downstream& be, const std::string& server_extra = "") {
-  return "server:\n  listen: 127.0.0.1:0\n  threads: 1\n" + server_extra + "downstreams:\n  be:\n    url: " +
-         be.url("/base") + R"(
+  return "server:\n  listen: 127.0.0.1:0\n  threads: 1\n" + server_extra +
+         "downstreams:\n  be:\n    url: " + be.url("/base") + R"(
 routes:
   - path_prefix: /files/
     proxy: {downstream: be, rewrite: /blob/}
@@ -149,7 +149,8 @@ TEST_CASE("edge: identity fields from an untrusted client never reach a downstre
   recording_downstream be;
   const std::string spoofed =
       "Host: gw\r\nX-Forwarded-For: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n"
-      "X-Forwarded-Port: 1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nTrue-Client-IP: 6.6.6.6\r\n";
+      "X-Forwarded-Port: 1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nTrue-Client-IP: "
+      "6.6.6.6\r\n";
   SECTION("forwarded: none") {
     gateway_process gw(edge_config(be, "  forwarded: none\n"));
     REQUIRE(raw(gw.port(), get("/files/a", spoofed)).status == 200);
@@ -200,8 +201,9 @@ TEST_CASE("edge: fields the client's Connection names are not forwarded by an ag
   gateway_process gw(edge_config(be));
   REQUIRE(raw(gw.port(), get("/agg/x", "Host: gw\r\nAuthorization: Bearer a\r\n")).status == 200);
   CHECK(be.last_field("Authorization") == "Bearer a");
-  REQUIRE(raw(gw.port(), get("/agg/y", "Host: gw\r\nAuthorization: Bearer a\r\nConnection: Authorization\r\n"))
-              .status == 200);
+  REQUIRE(
+      raw(gw.port(), get("/agg/y", "Host: gw\r\nAuthorization: Bearer a\r\nConnection: Authorization\r\n"))
+          .status == 200);
   CHECK(be.last_field("Authorization") == "<absent>");
 }
 

@@ -151,8 +151,8 @@ TEST_CASE("breaker: a downstream's 4xx answers to clients never open its circuit
         {"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nWWW-Authenticate: Bearer\r\n"
          "Content-Length: 24\r\n\r\n{\"error\":\"unauthorized\"}"}};
   });
-  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  price:\n    url: " + auth.url() +
-                     "\n" + quick_breaker + R"(routes:
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  price:\n    url: " +
+                     auth.url() + "\n" + quick_breaker + R"(routes:
   - path: /p
     response: object
     calls:
