@@ -34,6 +34,11 @@ inline constexpr std::string_view identity_fields[] = {"forwarded",
                                                        "x-original-forwarded-for",
                                                        "x-request-id"};
 
+// The identity fields the forwarded styles write (server.forwarded): a trusted proxy's are extended, not
+// passed on as sent (lower-case).
+inline constexpr std::string_view forwarded_style_fields[] = {"x-forwarded-for", "x-forwarded-proto",
+                                                              "x-forwarded-host", "forwarded"};
+
 // What the gateway itself writes on a downstream request's head besides the framing (lower-case).
 inline constexpr std::string_view written_fields[] = {
     "host",        "expect",    "accept", "accept-encoding", "content-type", "x-request-timeout-ms",

@@ -2,6 +2,7 @@
 
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
+#include "gateway/core/owned_fields.hpp"
 
 #include <algorithm>
 
@@ -9,16 +10,13 @@ namespace gateway {
 
 namespace {
 
-constexpr std::string_view forwarded_names[] = {"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host",
-                                                "Forwarded"};
-
 bool removes(const header_policy& p, std::string_view name) {
   return std::any_of(p.remove.begin(), p.remove.end(),
                      [&](const std::string& n) { return iequals(n, name); });
 }
 
 bool removes_forwarded(const header_policy& p) {
-  return std::any_of(std::begin(forwarded_names), std::end(forwarded_names),
+  return std::any_of(std::begin(forwarded_style_fields), std::end(forwarded_style_fields),
                      [&](std::string_view n) { return removes(p, n); });
 }
 

@@ -42,15 +42,12 @@ bool hop_by_hop(const Fields& fields, std::string_view name) {
 
 // Client fields the gateway writes itself on a pass-through request (or, for Expect, answers itself).
 constexpr std::string_view own_request_fields[] = {"host", "expect", "x-request-id"};
-// The identity fields the forwarded style writes (a trusted proxy's are extended, not passed as sent).
-constexpr std::string_view forwarded_fields[] = {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
-                                                 "forwarded"};
 
 // Whether a client's identity field (core/owned_fields.hpp) is dropped: always from a peer that is not a
 // trusted proxy, whatever server.forwarded says; from a trusted one, those the forwarded style rewrites.
 bool identity_dropped(std::string_view name, const client_origin& origin, bool forwards) {
   if (!identity_field(name)) return false;
-  return !origin.trusted || (forwards && listed_ci(name, forwarded_fields));
+  return !origin.trusted || (forwards && listed_ci(name, forwarded_style_fields));
 }
 
 // The client waits for a 100 Continue before it sends its body (RFC 9110 10.1.1).
