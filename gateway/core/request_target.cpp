@@ -110,6 +110,7 @@ std::string_view canonical_path(std::string_view path, std::string& out) {
   out.clear();
   if (kept.empty()) out += '/';
   for (const auto segment : kept) out.append("/").append(segment);
+  if (out.size() >= 2 && out[1] == '/') return "request path starts with '//'";  // "/..//x", "/.//x"
   return {};
 }
 
@@ -166,6 +167,9 @@ target_check normalize_target(std::string_view target) {
   const auto query_at = origin.find('?');
   const auto path = origin.substr(0, query_at);
   const auto query = query_at == std::string_view::npos ? std::string_view() : origin.substr(query_at);
+  // A path that starts with "//" reads as an authority to URL parsers that resolve it against a base
+  // (WHATWG's `new URL(target, base)`): "//internal/admin" would name host "internal".
+  if (path.size() >= 2 && path[0] == '/' && path[1] == '/') return refuse("request path starts with '//'");
   if (!r.rewritten && plain_path(path)) return r;  // canonical already: nothing copied
   if (path.empty()) {
     r.target = "/";

@@ -10,8 +10,9 @@
 //   escape is written with uppercase hex digits, bytes outside ASCII are percent-encoded; then the dot
 //   segments ("." and "..") are removed. ".." above the root stays at the root.
 // - refused (the request gets 400): a fragment ('#'), a backslash ('\' or %5C), an encoded '/' (%2F), an
-//   encoded NUL, a malformed escape, and a segment a server could still read as a dot segment after
-//   this: one with parameters ("..;x", ".;x") or one that decodes to "." or ".." more than once
+//   encoded NUL, a malformed escape, a path that starts with "//" (before or after the dot segments are
+//   removed: URL parsers read it as an authority), and a segment a server could still read as a dot segment
+//   after this: one with parameters ("..;x", ".;x") or one that decodes to "." or ".." more than once
 //   ("%252e%252e").
 // The query is kept as sent (a '#' in it is refused too).
 //

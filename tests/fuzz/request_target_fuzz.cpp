@@ -2,7 +2,7 @@
 // of what it admits (router.hpp, forwarded_target).
 // Input: the request-target as a client sends it (any bytes).
 // Invariants: nothing crashes or leaks; a refusal says why; an admitted target is canonical (the rule
-// applied again changes nothing), its path starts with '/' and holds no '\', no encoded '/', '\' or '.',
+// applied again changes nothing), its path starts with one '/' and holds no '\', no encoded '/', '\' or '.',
 // and no segment that is a dot segment in any encoding; a pass-through route it matches gives a
 // downstream target under the route's base path and rewrite, with the same guarantees.
 
@@ -62,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string target = r.rewritten ? r.target : sent;
   if (target == "*") return 0;
   check_clean(target);
+  FUZZ_CHECK(target.size() < 2 || target[1] != '/');  // no "//" that a URL parser would read as a host
   const auto again = gateway::normalize_target(target);
   FUZZ_CHECK(again.ok && !again.rewritten);
   const auto found = routes->find("GET", target);

@@ -6,6 +6,8 @@
 #include "gateway/config/config_loader.hpp"
 #include "gateway/server/router.hpp"
 
+#include <boost/url/parse.hpp>
+#include <boost/url/url.hpp>
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -107,7 +109,11 @@ TEST_CASE("request targets: what no server should have to guess is refused") {
                         "http://user:pw@a/x",
                         "example.com:443",
                         "a/b",
-                        "http://a\\b/x"}) {
+                        "http://a\\b/x",
+                        "//internal/admin",
+                        "/%2e//internal",
+                        "/..//internal",
+                        "http://a//internal"}) {
     INFO(t);
     CHECK(canonical(t) == "!");
   }
@@ -167,4 +173,35 @@ TEST_CASE("pass-through targets: whatever the client sends stays under the route
     check_clean_path(out);
   }
   CHECK(matched > 1000);
+}
+
+TEST_CASE("request targets: the canonical path is Boost.URL's normalized path, for any generated path") {
+  // An independent implementation of RFC 3986 6.2.2 and 5.2.4: Boost.URL's url::normalize_path(). Where
+  // it differs by design: it keeps ".." segments that would climb above the root (RFC 3986 removes them,
+  // as this rule does), and it writes a path that would start with "//" as "/.//" (this rule refuses it).
+  static const char* pieces[] = {"/",     "/",      "/",  ".",   "..",    "%2e", "%2E", "%2e%2e",
+                                 "%252e", "%25",    ";",  "a",   "files", "%41", "%7e", "~",
+                                 "-",     "%c3%a9", "//", "x.y", "%3f",   "%3F", "%20"};
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<std::size_t> pick(0, std::size(pieces) - 1);
+  std::uniform_int_distribution<int> length(1, 12);
+  int compared = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string target = "/";
+    for (int n = length(rng); n > 0; --n) target += pieces[pick(rng)];
+    const auto ours = normalize_target(target);
+    const auto parsed = boost::urls::parse_origin_form(target);
+    REQUIRE(parsed);  // every piece is valid origin-form text
+    if (!ours.ok) continue;
+    boost::urls::url theirs(*parsed);
+    theirs.normalize_path();
+    std::string path(theirs.encoded_path());
+    while (path.rfind("/..", 0) == 0 && (path.size() == 3 || path[3] == '/')) path.erase(0, 3);
+    if (path.rfind("/./", 0) == 0) path.erase(0, 2);  // its guard against a leading "//"
+    if (path.empty()) path = "/";
+    INFO(target);
+    CHECK((ours.rewritten ? ours.target : target) == path);
+    ++compared;
+  }
+  CHECK(compared > 10000);
 }
