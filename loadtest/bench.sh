@@ -5,7 +5,7 @@
 # See loadtest/README.md for the scenarios and how each figure is computed.
 #
 # usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]
-#   scenarios: a100 a100tls trace accesslog floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak
+#   scenarios: a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak
 #              (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 a100tls trace accesslog floor a1000 b bhttp floorb c hang-breaker tail flap d e proxy soak)
+all_scenarios=(a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak)
 
 usage() { sed -n '7,16s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | a100tls | trace | accesslog | floor | a1000 | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
+    a100 | a100tls | trace | accesslog | floor | a1000 | coldstart | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak)
       scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -187,6 +187,7 @@ YAML
 # (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one.
 write_http_config() {
   local file=$1 deadline=$2 clients=$3 extra=${4:-} name url=${downstream_url:-http://127.0.0.1:$mock_port}
+  local connect=${connect_timeout:-2s}
   # Each I/O thread's pool gets max_connections / threads: keep the per-thread cap above the client count
   # so that no call waits for a pooled connection (the open-file limit bounds the sockets anyway).
   local per_downstream=$(((clients + 64) * $(nproc)))
@@ -195,9 +196,10 @@ write_http_config() {
     echo "downstreams:"
     # connect_timeout: at start every call opens its connection at once (6 x clients); the mock accepts on
     # one thread and its backlog overflows, so some SYNs are retried after 1 s, past the default 100 ms.
+    # A caller's `connect_timeout` replaces the 2 s (coldstart keeps the default).
     for name in "${call_names[@]}"; do
-      printf '  %s:\n    url: %s\n    connect_timeout: 2s\n    max_connections: %s\n%b' \
-        "$name" "$url" "$per_downstream" "$extra"
+      printf '  %s:\n    url: %s\n    connect_timeout: %s\n    max_connections: %s\n%b' \
+        "$name" "$url" "$connect" "$per_downstream" "$extra"
     done
     cat <<YAML
 routes:
@@ -674,6 +676,31 @@ scenario_floorb() {
   measure floorb "$conns" "$secs" "$(limit_of "$conns" 250)" \
     "floor (raw epoll, no gateway): $conns connections, downstream delays as in b; latency by percentile"
   stop_servers floorb
+}
+
+# coldstart: a gateway started and hit at once by 1000 connections (no warm-up), every downstream healthy
+# (150 ms) with the default connect_timeout (100 ms) and breaker settings: every call opens a connection at
+# first, 6000 at once. Counts degraded answers (a healthy downstream: there must be none) and the circuits
+# that opened. Runs COLDSTART_RUNS times (3; 1 when quick), each with a fresh mock and gateway.
+scenario_coldstart() {
+  local conns=1000 secs=12 runs=${COLDSTART_RUNS:-3} run opened degraded summary=
+  [ $quick -eq 0 ] || { conns=200; secs=3; runs=1; }
+  for run in $(seq 1 "$runs"); do
+    local name=coldstart-$run
+    start_mock "$name" --delay 150ms
+    connect_timeout=100ms write_http_config "$work/$name.yaml" 800ms "$conns"
+    start_gateway "$name" "$work/$name.yaml"
+    measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+      "$name: $conns connections from the start, every downstream 150 ms; latency by percentile" 0
+    opened=$(curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" |
+      awk '/^gateway_(endpoint_)?circuit_transitions_total\{.*to="open"/ {n += $2} END {print n + 0}')
+    degraded=$(field "$work/$name.wrk" degraded)
+    summary+="${summary:+, }run $run: $degraded degraded of $last_requests, $opened circuits opened"
+    [ "$degraded" -eq 0 ] || problem "$name: $degraded degraded answers from healthy downstreams"
+    [ "$opened" -eq 0 ] || problem "$name: $opened circuits opened against healthy downstreams"
+    stop_servers "$name"
+  done
+  notes+=("- coldstart: $summary")
 }
 
 # hang-breaker: a100's load (100 connections, 150 ms downstreams, 800 ms deadline) with coupon hung from

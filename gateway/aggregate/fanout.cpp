@@ -1,9 +1,12 @@
 #include "gateway/aggregate/fanout.hpp"
 
+#include "gateway/downstream/failure_rule.hpp"
+
 #include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/call_trace.hpp"
+#include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/share_key.hpp"
 
 #include <spdlog/spdlog.h>
@@ -79,13 +82,13 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   }
   // When it ended, from the reading the call took for its latency (no clock reading of its own here).
   const auto ended = started_ + result.latency;
-  if (tickets_[index].allowed) {  // a call that never reached the downstream counts neither way
-    // A 4xx is the downstream answering for its client (a bad token, an unknown item), never its
-    // failure: it counts neither way, as for the endpoint breakers and outlier ejection. Counted as a
-    // failure, any client could open the circuit for every other one.
-    const bool client_error = result.outcome == call_outcome::error && result.error == call_error::status_4xx;
-    (*request_->targets)[index]->breaker()->record(
-        tickets_[index], !result.contacted || client_error ? call_outcome::cancelled : result.outcome, ended);
+  if (tickets_[index].allowed) {
+    // Judged by the downstream's failure rule (failure_rule.hpp), as its endpoints' breakers and outlier
+    // ejection judge attempts: by default a 4xx is the downstream answering for its client (a bad token, an
+    // unknown item) and counts neither way (counted, any client could open the circuit for every other
+    // one), and so does a call that never reached the downstream.
+    auto* breaker = (*request_->targets)[index]->breaker();
+    breaker->record(tickets_[index], breaker_verdict(breaker->failures(), result), ended);
   }
   if (request_->series)
     request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,

@@ -162,8 +162,26 @@ struct sql_settings {
   std::size_t effective_permits() const { return permits == 0 ? pool_size : permits; }
 };
 
+// What counts as a downstream's failure, for its circuit breaker, its endpoints' breakers and outlier
+// ejection alike (downstream/failure_rule.hpp applies it): the kinds listed, and the statuses listed
+// whatever their class. Never counted, whatever the rule: a call that did not reach the downstream (the
+// gateway's own queueing, a cancelled call).
+struct failure_rule {
+  enum kind : std::uint8_t {
+    connect = 1,         // refused, timed out connecting, TLS handshake failed
+    reset = 2,           // the connection reset, closed early or failed otherwise
+    timeout = 4,         // no (whole) answer in time once connected
+    invalid_answer = 8,  // a 2xx that is not a JSON object within the limits, or a 1xx/3xx
+    status_5xx = 16,
+    status_4xx = 32,
+  };
+  std::uint8_t kinds = connect | reset | timeout | invalid_answer | status_5xx;
+  std::vector<std::uint16_t> statuses;  // counted too, e.g. 429
+  bool operator==(const failure_rule&) const = default;
+};
+
 // A downstream's circuit breaker. It opens when `failure_percent` of the calls in the last `window`
-// failed (timeouts and errors), once at least `min_calls` were made in it, or after
+// failed (as `failures` says), once at least `min_calls` were made in it, or after
 // `consecutive_failures` failures in a row (0: that rule off). Open, calls fall back at once without
 // I/O; after `cooldown` it lets `half_open_calls` probe calls through and closes when all of them
 // succeed, or opens again on the first that fails. With `per_endpoint`, each endpoint of an HTTP
@@ -178,6 +196,7 @@ struct breaker_settings {
   unsigned consecutive_failures = 0;
   microseconds cooldown = std::chrono::seconds(5);
   unsigned half_open_calls = 3;
+  failure_rule failures;
   bool operator==(const breaker_settings&) const = default;
 };
 
@@ -276,6 +295,10 @@ struct downstream_settings {
   std::string base_path;    // prefix of every target, without trailing '/'
   microseconds connect_timeout = milliseconds(100);
   std::size_t max_connections = 1024;
+  // At most this many connections to one endpoint being connected at once (an equal share per I/O thread,
+  // at least one): the connect ramp (connection_pool.hpp). Calls beyond it wait for a connection or a
+  // connect slot, locally, within their deadline.
+  std::size_t max_connecting = 64;
   std::size_t max_response_bytes = 1024 * 1024;          // http: body; sql: the first row's values
   microseconds idle_timeout = std::chrono::seconds(30);  // pooled connection unused longer is not reused
   microseconds dns_refresh = std::chrono::seconds(30);   // a host name is resolved again this often

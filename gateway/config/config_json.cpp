@@ -14,6 +14,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
     j["kind"] = "http";
     j["url"] = d.url;
     j["max_connections"] = d.max_connections;
+    j["max_connecting"] = d.max_connecting;
     j["idle_timeout"] = format_duration(d.idle_timeout);
     j["dns_refresh"] = format_duration(d.dns_refresh);
     if (!d.endpoints.empty()) {
@@ -80,6 +81,16 @@ nlohmann::json downstream_json(const downstream_settings& d) {
                           {"consecutive_failures", b.consecutive_failures},
                           {"cooldown", format_duration(b.cooldown)},
                           {"half_open_calls", b.half_open_calls}};
+  auto& failures = j["circuit_breaker"]["failures"] = nlohmann::json::array();
+  for (const auto& [bit, name] : {std::pair{failure_rule::connect, "connect"},
+                                  {failure_rule::reset, "reset"},
+                                  {failure_rule::timeout, "timeout"},
+                                  {failure_rule::invalid_answer, "invalid_answer"},
+                                  {failure_rule::status_5xx, "5xx"},
+                                  {failure_rule::status_4xx, "4xx"}}) {
+    if ((b.failures.kinds & bit) != 0) failures.push_back(name);
+  }
+  for (const auto status : b.failures.statuses) failures.push_back(std::to_string(status));
   return j;
 }
 

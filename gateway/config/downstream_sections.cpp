@@ -53,6 +53,40 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
   }
 }
 
+// `failures: [connect, reset, timeout, invalid_answer, 5xx, 4xx, 429, ...]`: what counts against the
+// downstream (failure_rule); a status code counts whatever its class.
+void read_failure_rule(yaml_reader& r, failure_rule& rule) {
+  std::vector<std::string> listed;
+  if (!r.string_list("failures", listed)) return;
+  static constexpr std::array<std::pair<std::string_view, std::uint8_t>, 6> kinds{{
+      {"connect", failure_rule::connect},
+      {"reset", failure_rule::reset},
+      {"timeout", failure_rule::timeout},
+      {"invalid_answer", failure_rule::invalid_answer},
+      {"5xx", failure_rule::status_5xx},
+      {"4xx", failure_rule::status_4xx},
+  }};
+  rule = {0, {}};
+  for (const auto& text : listed) {
+    const auto kind =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == text; });
+    if (kind != kinds.end()) {
+      rule.kinds |= kind->second;
+      continue;
+    }
+    unsigned status = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
+    if (ec != std::errc() || end != text.data() + text.size() || status < 100 || status > 599) {
+      r.error_at("failures",
+                 "failures lists connect, reset, timeout, invalid_answer, 5xx, 4xx or HTTP status "
+                 "codes (100-599), not '" +
+                     text + "'");
+      return;
+    }
+    rule.statuses.push_back(static_cast<std::uint16_t>(status));
+  }
+}
+
 void read_breaker(config_parse_state& state, const YAML::Node& node, downstream_settings& d) {
   auto& b = d.breaker;
   yaml_reader r(node, state.errors, "downstream '" + d.name + "'.circuit_breaker");
@@ -65,6 +99,7 @@ void read_breaker(config_parse_state& state, const YAML::Node& node, downstream_
   r.duration("cooldown", b.cooldown);
   r.unsigned_int("half_open_calls", b.half_open_calls, 1, 1000);
   if (b.window < std::chrono::milliseconds(100)) r.error_at("window", "window must be at least 100ms");
+  read_failure_rule(r, b.failures);
   r.finish();
 }
 
@@ -225,6 +260,7 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       if (r.size("max_connections", d.max_connections, 1, 1'000'000)) {
         if (auto at = r.mark_of("max_connections")) state.downstream_max_at.emplace_back(d.name, *at);
       }
+      r.size("max_connecting", d.max_connecting, 1, 1'000'000);
       r.duration("idle_timeout", d.idle_timeout);
       if (r.duration("dns_refresh", d.dns_refresh) && d.dns_refresh < std::chrono::seconds(1))
         r.error_at("dns_refresh", "dns_refresh must be at least 1s");

@@ -36,6 +36,9 @@ enum class call_error : std::uint8_t {
   reset,
   tls,
   other,
+  // With outcome timeout (never error, so no label of its own): the connection was not made in time (its
+  // connect_timeout, the TLS handshake included).
+  connect_timeout,
 };
 
 // The outcome as metrics and logs name it: the outcome, but an error by its kind ("status_5xx", "reset",

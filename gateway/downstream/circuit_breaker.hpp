@@ -10,9 +10,10 @@
 //   half_open --(every probe call succeeded)--> closed;  --(a probe failed)--> open
 //
 // Every transition starts a new generation; an outcome recorded with a ticket of an older generation (a
-// call started before the transition) counts for nothing. Timeouts and errors are failures, ok is a
-// success; cancelled and locally rejected calls count neither way (a cancelled probe gives its place
-// back). Each transition is logged once (warn when it opens, info otherwise) and counted.
+// call started before the transition) counts for nothing. Callers record the verdict of the downstream's
+// failure rule (failure_rule.hpp, breaker_verdict): error is a failure, ok a success, anything else counts
+// neither way (a cancelled probe gives its place back). Each transition is logged once (warn when it opens,
+// info otherwise) and counted.
 //
 // Thread safety: allow() in the closed state, or open within the cooldown, reads one or two atomics, and
 // so does record() of a success while closed (plus one counter increment); everything else takes a mutex held
@@ -52,6 +53,7 @@ class circuit_breaker {
   }
   const std::string& downstream() const { return downstream_; }
   const std::string& endpoint() const { return endpoint_; }
+  const failure_rule& failures() const { return settings_.failures; }
 
  private:
   static constexpr std::size_t buckets = 10;  // the window in tenths

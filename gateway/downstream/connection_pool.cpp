@@ -22,10 +22,12 @@ connection_pool::connection::~connection() {
 
 connection_pool::connection_pool(net::any_io_executor ex, const net::ip::tcp::endpoint& remote,
                                  std::size_t cap, microseconds connect_timeout, microseconds idle_timeout,
-                                 const tls_client_context* tls, tls_handshake_counts* counts)
+                                 const tls_client_context* tls, tls_handshake_counts* counts,
+                                 std::size_t max_connecting)
     : ex_(std::move(ex)),
       remote_(remote),
       cap_(std::max<std::size_t>(cap, 1)),
+      max_connecting_(std::max<std::size_t>(max_connecting, 1)),
       connect_timeout_(connect_timeout),
       idle_timeout_(idle_timeout),
       tls_(tls),
@@ -65,7 +67,7 @@ bool connection_pool::reserve_slot(bool fresh) {
     close(std::move(idle_.front()));
     idle_.erase(idle_.begin());
   }
-  if (open_ + reserved_ >= cap_) return false;
+  if (open_ + reserved_ >= cap_ || connecting_ + reserved_ >= max_connecting_) return false;
   ++open_;
   return true;
 }
@@ -77,13 +79,21 @@ void connection_pool::claim_freed_slot() {
 
 void connection_pool::release_slot() {
   --open_;
-  if (!waiters_.empty() && open_ + reserved_ < cap_) wake_first_waiter(nullptr);
+  if (!waiters_.empty() && room()) wake_first_waiter(nullptr);
 }
 
 connection_pool::handle connection_pool::open() {
   auto conn = std::make_unique<connection>(ex_, *this);
   conn->remote = remote_;
+  conn->connecting = true;
+  ++connecting_;
   return conn;
+}
+
+void connection_pool::connected(connection& conn) {
+  if (!std::exchange(conn.connecting, false)) return;
+  --connecting_;
+  if (!waiters_.empty() && room()) wake_first_waiter(nullptr);
 }
 
 void connection_pool::dequeue(waiter& w) {
@@ -129,11 +139,12 @@ void connection_pool::close(handle conn) {
   conn->socket.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   conn->socket.close(ignored);
   --open_;
+  if (std::exchange(conn->connecting, false)) --connecting_;
 }
 
 void connection_pool::discard(handle conn) {
   if (conn) close(std::move(conn));
-  if (!waiters_.empty() && open_ + reserved_ < cap_) wake_first_waiter(nullptr);
+  if (!waiters_.empty() && room()) wake_first_waiter(nullptr);
 }
 
 void connection_pool::wake_first_waiter(handle conn) {

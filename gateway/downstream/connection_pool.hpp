@@ -1,9 +1,13 @@
 #pragma once
 // Keep-alive connections to one endpoint (address) of a downstream, owned by one I/O thread (no locking:
-// every member runs on that thread's io_context). At most `cap` connections are open; a caller at the cap
-// waits in FIFO order (a waiter with a timer) until a connection is released or closed, its deadline passes,
-// or it is cancelled. The pool never waits itself: callers drive it (http_attempt's state machine). Include
-// only from downstream implementation files: it pulls in Beast.
+// every member runs on that thread's io_context). At most `cap` connections are open, and at most
+// `max_connecting` of them are being connected at once (the connect ramp: a burst of new calls, at a cold
+// start say, would otherwise send thousands of SYNs at once, overflow the downstream's listen backlog and
+// wait a whole SYN retransmission, past any connect timeout, for an outage of the gateway's own making). A
+// caller at either limit waits in FIFO order (a waiter with a timer) until a connection is released or
+// closed or a connect ends, its deadline passes, or it is cancelled: the gateway's own queueing, which
+// never counts against the downstream (it is not contacted). The pool never waits itself: callers drive it
+// (http_attempt's state machine). Include only from downstream implementation files: it pulls in Beast.
 //
 // An https downstream's pool makes TLS connections (connection::tls, from the downstream's shared
 // context) and keeps the TLS session of its last new connection, so that the next new one resumes it
@@ -64,6 +68,7 @@ class connection_pool {
     // Its last answer had no body (a pass-through HEAD, 204 or 304): the next lease peeks for bytes a
     // downstream sent behind it late, before the pool's watch could report them.
     bool check_before_reuse = false;
+    bool connecting = false;  // opened, its connect not ended yet (counted in the pool's connect ramp)
     boost::asio::ip::tcp::endpoint remote;
   };
   using handle = std::unique_ptr<connection>;
@@ -80,7 +85,8 @@ class connection_pool {
   // `tls` (an https downstream's context) and `counts` must outlive the pool; both null for http.
   connection_pool(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& remote,
                   std::size_t cap, microseconds connect_timeout, microseconds idle_timeout,
-                  const tls_client_context* tls = nullptr, tls_handshake_counts* counts = nullptr);
+                  const tls_client_context* tls = nullptr, tls_handshake_counts* counts = nullptr,
+                  std::size_t max_connecting = 64);
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
   ~connection_pool();
@@ -94,8 +100,11 @@ class connection_pool {
   void claim_freed_slot();
   // Gives a taken slot back (to the next waiter, if any).
   void release_slot();
-  // A new, unconnected connection in a taken slot, addressed to the pool's endpoint.
+  // A new, unconnected connection in a taken slot, addressed to the pool's endpoint; its connect counts
+  // in the ramp until connected() or until it is discarded.
   handle open();
+  // `conn`'s TCP connect succeeded: it leaves the connect ramp (a waiter may connect in its place).
+  void connected(connection& conn);
   void enqueue(waiter& w) { waiters_.push_back(&w); }
   void dequeue(waiter& w);
   const boost::asio::any_io_executor& executor() const { return ex_; }
@@ -125,10 +134,13 @@ class connection_pool {
   void idle_readable(connection& conn);
   void wake_first_waiter(handle conn);
   void close(handle conn);  // closes without waking a waiter
+  // A waiter may be given a slot for a new connection: below the cap and the connect ramp's limit.
+  bool room() const { return open_ + reserved_ < cap_ && connecting_ + reserved_ < max_connecting_; }
 
   boost::asio::any_io_executor ex_;
   boost::asio::ip::tcp::endpoint remote_;
   std::size_t cap_;
+  std::size_t max_connecting_;
   microseconds connect_timeout_;
   microseconds idle_timeout_;
   const tls_client_context* tls_;
@@ -136,8 +148,9 @@ class connection_pool {
   SSL_SESSION* session_ = nullptr;  // owned (a copy), freed with the pool or when replaced
   bool retired_ = false;
   std::size_t open_ = 0;
-  std::size_t reserved_ = 0;  // slots promised to woken waiters that have not connected yet
-  std::vector<handle> idle_;  // most recently used last
+  std::size_t reserved_ = 0;    // slots promised to woken waiters that have not connected yet
+  std::size_t connecting_ = 0;  // connections opened whose connect has not ended
+  std::vector<handle> idle_;    // most recently used last
   std::deque<waiter*> waiters_;
 };
 

@@ -141,7 +141,7 @@ void http_attempt::waited() {
   if (!waiter_.slot_freed) {
     return fail(
         cancel_.cancelled() ? error_code(net::error::operation_aborted) : error_code(net::error::timed_out),
-        "connect failed");
+        "no connection free in time");
   }
   pool_.claim_freed_slot();
   if (cancel_.cancelled()) {
@@ -196,6 +196,7 @@ void http_attempt::connected(error_code ec) {
   if (ec) {
     return exchange_failed(ec, ec == net::error::connection_refused ? "connect refused" : "connect failed");
   }
+  pool_.connected(*conn_);
   error_code ignored;
   conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
   if (pool_.tls() != nullptr) return handshake();
@@ -350,14 +351,19 @@ void http_attempt::exchange_failed(const error_code& ec, const char* what) {
     } else {
       failure_ = connecting ? report::failure::connect : report::failure::reset;
     }
-    return fail(ec, what);
+    return fail(ec, what, connecting);
   }
   enter(state::acquiring);
   acquire(false);
 }
 
-void http_attempt::fail(const error_code& ec, const char* what) {
-  finish(failure_result(ec, what, cancel_.cancelled()), clock::now());
+void http_attempt::fail(const error_code& ec, const char* what, bool connecting) {
+  auto result = failure_result(ec, what, cancel_.cancelled());
+  if (connecting && result.outcome == call_outcome::timeout) {  // a connect failure, not a slow answer
+    result.error = call_error::connect_timeout;
+    result.detail = "connect timeout";
+  }
+  finish(std::move(result), clock::now());
 }
 
 // Hands the result to the call: the attempt's last act. Safe (direct_wake's rule) because it is reached

@@ -107,7 +107,7 @@ class http_attempt final : public read_readiness::listener {
   void answered(bool drained);
   void read_failed(const boost::system::error_code& ec);
   void exchange_failed(const boost::system::error_code& ec, const char* what);
-  void fail(const boost::system::error_code& ec, const char* what);
+  void fail(const boost::system::error_code& ec, const char* what, bool connecting = false);
   void finish(call_result&& result, clock::time_point now);
   void free_if_done();
   void close_socket();

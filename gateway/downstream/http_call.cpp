@@ -1,6 +1,7 @@
 #include "gateway/downstream/http_call.hpp"
 
 #include "gateway/downstream/call_trace.hpp"
+#include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/observe/span_attributes.hpp"
@@ -129,14 +130,16 @@ std::string_view http_call::traced_head(std::size_t slot, clock::time_point now,
 
 void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   live_[slot] = nullptr;
-  // Against the endpoint: a failure it caused (a failed connect, a reset, a 5xx, no answer by the deadline),
-  // not a cancellation (another attempt won, the client left) nor a 4xx.
+  // Against the endpoint, by the downstream's failure rule (failure_rule.hpp), as the downstream's own
+  // breaker judges the call: an attempt cut by the deadline is a timeout; one cancelled otherwise (another
+  // attempt won, the client left) counts neither way.
   const auto& res = r.result;
   const bool deadline = sink_ != nullptr && cancel_.reason() == cancel_reason::deadline;
-  const bool failed = res.contacted &&
-                      (res.outcome == call_outcome::error || res.outcome == call_outcome::timeout ||
-                       (res.outcome == call_outcome::cancelled && deadline)) &&
-                      (res.status == 0 || res.status >= 500 || (res.status >= 200 && res.status < 300));
+  const bool failed =
+      res.contacted && (res.outcome == call_outcome::cancelled
+                            ? deadline && counts_as_failure(lane_.settings().breaker.failures,
+                                                            call_outcome::timeout, call_error::none, 0)
+                            : !res.ok() && counts_as_failure(lane_.settings().breaker.failures, res));
   auto* endpoint = std::exchange(endpoint_[slot], nullptr);
   if (failed) last_failed_ = endpoint;
   lane_.attempt_ended(*endpoint, ticket_[slot], failed, res.ok(), r.ended);

@@ -30,11 +30,14 @@ http_downstream::http_downstream(const downstream_settings& settings,
                              " I/O threads (each keeps its own connections): raise it or set server.threads");
   }
   const std::size_t per_worker = settings_.max_connections / std::max<std::size_t>(1, workers.size());
+  // The connect ramp likewise, at least one connect at a time per thread.
+  const std::size_t connecting_per_worker =
+      std::max<std::size_t>(1, settings_.max_connecting / std::max<std::size_t>(1, workers.size()));
   if (settings_.breaker.enabled && settings_.breaker.per_endpoint)
     breakers_ = std::make_unique<endpoint_breakers>(settings_.name, settings_.breaker);
   for (auto* ioc : workers) {
-    lanes_.push_back(
-        std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker, settings_, breakers_.get()));
+    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker,
+                                                 connecting_per_worker, settings_, breakers_.get()));
     if (settings_.coalesce) {
       lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](const call_request& request,
                                                                           call_sink& sink, std::size_t index,

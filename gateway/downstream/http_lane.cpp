@@ -20,17 +20,20 @@ constexpr std::size_t recompute_every = 16;
 
 http_lane::endpoint::endpoint(const boost::asio::any_io_executor& ex,
                               const boost::asio::ip::tcp::endpoint& to, std::size_t cap,
-                              const downstream_settings& settings, tls_handshake_counts& handshakes)
+                              std::size_t connecting_cap, const downstream_settings& settings,
+                              tls_handshake_counts& handshakes)
     : address(to),
       pool(ex, to, cap, settings.connect_timeout, settings.idle_timeout, settings.tls.context.get(),
-           &handshakes) {}
+           &handshakes, connecting_cap) {}
 
 http_lane::http_lane(boost::asio::any_io_executor ex,
                      std::vector<std::shared_ptr<const resolved_address>> sources, std::size_t cap,
-                     const downstream_settings& settings, endpoint_breakers* breakers)
+                     std::size_t connecting_cap, const downstream_settings& settings,
+                     endpoint_breakers* breakers)
     : ex_(std::move(ex)),
       sources_(std::move(sources)),
       cap_(cap),
+      connecting_cap_(connecting_cap),
       settings_(settings),
       breakers_(breakers),
       random_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this))) {}
@@ -154,7 +157,8 @@ void http_lane::refresh() {
       const bool known = std::any_of(endpoints_.begin(), endpoints_.end(),
                                      [&](const auto& e) { return !e->removed && e->address == address; });
       if (known) continue;
-      endpoints_.push_back(std::make_unique<endpoint>(ex_, address, cap_, settings_, handshakes_));
+      endpoints_.push_back(
+          std::make_unique<endpoint>(ex_, address, cap_, connecting_cap_, settings_, handshakes_));
       if (breakers_ != nullptr) endpoints_.back()->breaker = breakers_->at(address);
     }
     live_ = now.size();

@@ -36,7 +36,8 @@ class http_lane {
  public:
   struct endpoint {
     endpoint(const boost::asio::any_io_executor& ex, const boost::asio::ip::tcp::endpoint& to,
-             std::size_t cap, const downstream_settings& settings, tls_handshake_counts& handshakes);
+             std::size_t cap, std::size_t connecting_cap, const downstream_settings& settings,
+             tls_handshake_counts& handshakes);
 
     boost::asio::ip::tcp::endpoint address;
     connection_pool pool;
@@ -55,10 +56,12 @@ class http_lane {
     bool refused = false;            // null because every endpoint's breaker refused
   };
 
-  // `sources`: the url's host, or each configured endpoint; `cap`: connections per endpoint; `breakers`:
-  // the endpoints' circuit breakers (null: none), which must outlive the lane.
+  // `sources`: the url's host, or each configured endpoint; `cap`: connections per endpoint, at most
+  // `connecting_cap` of them connecting at once (connection_pool); `breakers`: the endpoints' circuit
+  // breakers (null: none), which must outlive the lane.
   http_lane(boost::asio::any_io_executor ex, std::vector<std::shared_ptr<const resolved_address>> sources,
-            std::size_t cap, const downstream_settings& settings, endpoint_breakers* breakers);
+            std::size_t cap, std::size_t connecting_cap, const downstream_settings& settings,
+            endpoint_breakers* breakers);
 
   const boost::asio::any_io_executor& executor() const { return ex_; }
   // Identical calls in flight share one (settings.coalesce); null when off.
@@ -115,6 +118,7 @@ class http_lane {
   std::vector<std::shared_ptr<const resolved_address>> sources_;
   std::uint64_t seen_ = ~std::uint64_t{0};  // the sum of the sources' generations at the last refresh
   std::size_t cap_;
+  std::size_t connecting_cap_;
   std::vector<std::unique_ptr<endpoint>> endpoints_;
   std::size_t retired_ = 0;  // removed endpoints not freed yet
   std::size_t live_ = 0;     // endpoints not removed

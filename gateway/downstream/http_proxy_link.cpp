@@ -289,6 +289,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, lea
     return std::size_t{0};
   });
   if (!r.ok()) return step_failed(r, "connect timed out", "connect failed", why);
+  conn_->pool.connected(*conn_);
   error_code ignored;
   conn_->socket.set_option(net::ip::tcp::no_delay(true), ignored);
   report_input_left(conn_->socket);

@@ -3,6 +3,7 @@
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
 #include "gateway/core/owned_fields.hpp"
+#include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/observe/span_attributes.hpp"
@@ -185,7 +186,9 @@ class exchange {
   clock_point due_{};  // the request's start + proxy.timeout: its body sent and the answer's head in by then
   std::size_t early_bytes_ = 0;  // body bytes read before a connection was taken, at body_room()
   clock_point started_{};
-  bool counted_ = false;                  // the outcome is in the call metrics
+  bool counted_ = false;                                    // the outcome is in the call metrics
+  call_outcome counted_outcome_ = call_outcome::cancelled;  // ... and what it was
+  call_error counted_error_ = call_error::none;
   proxy_link::io_result failed_write_{};  // how the request body's write to the downstream failed
   bool head_sent_ = false;                // the downstream's answer head reached the client
   // Traced: the exchange's span id and start, the request (for the span's attributes), the span in
@@ -204,6 +207,8 @@ class exchange {
 template <class Io>
 void exchange<Io>::count(call_outcome outcome, call_error kind) {
   if (std::exchange(counted_, true)) return;
+  counted_outcome_ = outcome;
+  counted_error_ = kind;
   series_.call_done(ctx_.worker, settings_.downstream_index, outcome_label_index(outcome, kind),
                     clock::now() - started_);
 }
@@ -672,7 +677,11 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   // Nothing may follow the answer on a connection that goes back to the pool.
   const bool reusable = !to_end && parser->keep_alive() && !extra && request_whole;
   if (bodiless) link.answered_without_body();
-  link.finish(reusable, false);
+  // A relayed answer is the endpoint's failure when the failure rule counts its status (a 5xx by default).
+  link.finish(reusable,
+              status >= 400 &&
+                  counts_as_failure(to_.breaker.failures, call_outcome::error,
+                                    status >= 500 ? call_error::status_5xx : call_error::status_4xx, status));
   return relayed::done;
 }
 
@@ -732,11 +741,21 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   done.answer.request_id = request_id_;
   done.body_unread = done.body_unread || !parser.is_done();
   if (breaker != nullptr) {
+    // By the downstream's failure rule, from the outcome counted (a relayed answer by its status); the
+    // gateway's own refusals (a full pool, a client's error) and a client that left count neither way.
     const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
-    const auto outcome = done.status == 499 || own ? call_outcome::cancelled
-                         : done.status >= 500      ? call_outcome::error
-                                                   : call_outcome::ok;
-    breaker->record(ticket, outcome, clock::now());
+    auto outcome = counted_outcome_;
+    auto kind = counted_error_;
+    if (outcome == call_outcome::ok && answered_status_ >= 400) {
+      outcome = call_outcome::error;
+      kind = answered_status_ >= 500 ? call_error::status_5xx : call_error::status_4xx;
+    }
+    const auto verdict = done.status == 499 || own ? call_outcome::cancelled
+                         : counts_as_failure(to_.breaker.failures, outcome, kind, answered_status_)
+                             ? call_outcome::error
+                         : outcome == call_outcome::ok ? call_outcome::ok
+                                                       : call_outcome::cancelled;
+    breaker->record(ticket, verdict, clock::now());
   }
   end_span(done);
   return done;

@@ -7,7 +7,17 @@
 #include "tests/support/prometheus_text.hpp"
 #include "tests/support/scripted_downstream.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,4 +176,131 @@ TEST_CASE("breaker: a downstream's 4xx answers to clients never open its circuit
   CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "price"}}) == 0);
   CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "price"}, {"to", "open"}}) == 0);
   CHECK(auth.requests().size() == 10);  // every call reached the downstream
+}
+
+namespace {
+
+// A downstream that answers 429 (too many requests) to every call, on a port of its own.
+scripted_downstream::script always_429() {
+  return [](const scripted_downstream::request&) {
+    return std::vector<scripted_downstream::piece>{
+        {"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+         "Content-Length: 2\r\n\r\n{}"}};
+  };
+}
+
+// Two endpoints that answer 429, balanced, with outlier ejection and breakers that react after a few
+// failures in a row; `failures`: the circuit_breaker's list, or empty for its default.
+std::string endpoints_429_config(const scripted_downstream& a, const scripted_downstream& b,
+                                 const std::string& failures) {
+  return "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  price:\n    url: " + a.url() +
+         "\n    endpoints: [127.0.0.1:" + std::to_string(a.port()) +
+         ", 127.0.0.1:" + std::to_string(b.port()) +
+         "]\n    retry: {attempts: 1}\n    outlier_ejection: {consecutive_failures: 2}\n"
+         "    circuit_breaker: {consecutive_failures: 4, cooldown: 30s" +
+         (failures.empty() ? "" : ", failures: " + failures) + R"(}
+routes:
+  - path: /p
+    response: object
+    calls:
+      - {name: price, downstream: price, path: /price, fallback: {price: -1}}
+)";
+}
+
+double sum_of(const gateway_process& gw, const std::string& family) {
+  return total(parse_exposition(http_get(gw.admin_port(), "/metrics").body), family);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "breaker: what counts as a failure is the failures list, for the downstream's breaker, its "
+    "endpoints' breakers and outlier ejection alike",
+    "[resilience][breaker][balancing]") {
+  scripted_downstream a(always_429());
+  scripted_downstream b(always_429());
+  SECTION("by default a 429 is the client's answer: nothing opens, no endpoint is ejected") {
+    gateway_process gw(endpoints_429_config(a, b, ""));
+    for (int i = 0; i < 12; ++i) CHECK(http_get(gw.port(), "/p").degraded_reason("price") == "error");
+    CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "price"}, {"to", "open"}}) == 0);
+    CHECK(sum_of(gw, "gateway_endpoint_circuit_transitions_total") == 0);
+    CHECK(metric(gw, "gateway_endpoint_ejections_total", {{"downstream", "price"}}) == 0);
+    CHECK(a.requests().size() + b.requests().size() == 12);
+  }
+  SECTION("listed, a 429 counts everywhere") {
+    gateway_process gw(endpoints_429_config(a, b, "[connect, timeout, 5xx, 429]"));
+    for (int i = 0; i < 12; ++i) (void)http_get(gw.port(), "/p");
+    CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "price"}, {"to", "open"}}) == 1);
+    // (An endpoint's breaker is fed the same verdict as its ejection, in http_lane::attempt_ended; with
+    // two endpoints sharing the calls, the downstream's own breaker opens first here.)
+    CHECK(metric(gw, "gateway_endpoint_ejections_total", {{"downstream", "price"}}) >= 1);
+    CHECK(http_get(gw.port(), "/p").degraded_reason("price") == "circuit_open");
+    CHECK(a.requests().size() + b.requests().size() < 12);
+  }
+}
+
+TEST_CASE("connect ramp: a burst of calls to an endpoint keeps at most max_connecting connects in flight",
+          "[resilience][pool]") {
+  // A downstream that never accepts, with the shortest listen backlog: past the first connection or
+  // two, every SYN it gets is dropped, so each connect the gateway starts stays in SYN-SENT, where the
+  // kernel's table shows it. Forty clients at once: without the ramp, forty connects at once.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  REQUIRE(::listen(listener, 0) == 0);
+  socklen_t size = sizeof at;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &size) == 0);
+  const auto port = ntohs(at.sin_port);
+
+  gateway_process gw(
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\nlimits:\n  max_inflight: 100\n"
+      "downstreams:\n  dead:\n    url: http://127.0.0.1:" +
+      std::to_string(port) +
+      "\n    connect_timeout: 5s\n    max_connecting: 4\n    retry: {attempts: 1}\n"
+      "    circuit_breaker: {enabled: false}\n" +
+      R"(routes:
+  - path: /d
+    deadline: 1500ms
+    response: object
+    calls:
+      - {name: dead, downstream: dead, path: /x, fallback: {x: 0}}
+)");
+  // Connects to `port` in SYN-SENT, from the kernel's table of IPv4 sockets.
+  char wanted[8];
+  std::snprintf(wanted, sizeof wanted, ":%04X", port);
+  const auto syn_sent = [&] {
+    std::ifstream table("/proc/net/tcp");
+    std::string line;
+    std::getline(table, line);  // the header
+    int n = 0;
+    while (std::getline(table, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (remote.ends_with(wanted) && state == "02") ++n;
+    }
+    return n;
+  };
+  std::atomic<int> degraded{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 40; ++i) {
+    clients.emplace_back([&] {
+      const auto r = http_get(gw.port(), "/d", {}, 5000ms);
+      if (r.status == 200 && r.degraded_reason("dead") == "timeout") ++degraded;
+    });
+  }
+  int most = 0;
+  for (const auto until = steady::now() + 1200ms; steady::now() < until;) {
+    most = std::max(most, syn_sent());
+    std::this_thread::sleep_for(20ms);
+  }
+  for (auto& t : clients) t.join();
+  ::close(listener);
+  INFO("most connects in SYN-SENT at once: " << most);
+  CHECK(most >= 1);
+  CHECK(most <= 4);
+  CHECK(degraded == 40);  // every call waited its turn and ended at the deadline, as a timeout
 }

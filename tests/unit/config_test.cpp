@@ -185,6 +185,37 @@ TEST_CASE("a downstream's circuit breaker is on by default and read from circuit
   CHECK(shown["cooldown"] == "250ms");
   CHECK(shown["enabled"] == true);
   CHECK(shown["per_endpoint"] == false);
+  CHECK(shown["failures"] == nlohmann::json{"connect", "reset", "timeout", "invalid_answer", "5xx"});
+}
+
+TEST_CASE("what counts as a downstream's failure is read from circuit_breaker.failures", "[config]") {
+  const auto defaults = load_config_text(good, "t.yaml");
+  REQUIRE(defaults.config);
+  const auto& rule = defaults.config->downstreams[0].breaker.failures;
+  CHECK(rule.kinds == (failure_rule::connect | failure_rule::reset | failure_rule::timeout |
+                       failure_rule::invalid_answer | failure_rule::status_5xx));
+  CHECK(rule.statuses.empty());
+  CHECK(defaults.config->downstreams[0].max_connecting == 64);
+
+  std::string text = good;
+  text.replace(
+      text.find("    max_connections: 16"), 23,
+      "    max_connections: 16\n    max_connecting: 8\n    circuit_breaker: {failures: [connect, 5xx, 429]}");
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.errors.empty());
+  const auto& d = r.config->downstreams[0];
+  CHECK(d.breaker.failures.kinds == (failure_rule::connect | failure_rule::status_5xx));
+  CHECK(d.breaker.failures.statuses == std::vector<std::uint16_t>{429});
+  CHECK(d.max_connecting == 8);
+  const auto shown = effective_config_json(*r.config)["downstreams"]["inventory"];
+  CHECK(shown["circuit_breaker"]["failures"] == nlohmann::json{"connect", "5xx", "429"});
+  CHECK(shown["max_connecting"] == 8);
+
+  const auto e = only_error("    max_connections: 16",
+                            "    max_connections: 16\n    circuit_breaker: {failures: [timeout, 4xx, slow]}");
+  CHECK(e.line == 9);
+  CHECK_THAT(e.message, Catch::Contains("not 'slow'"));
+  CHECK_THAT(e.message, Catch::Contains("invalid_answer"));
 }
 
 TEST_CASE("an http downstream reads retry and hedge; retries are on and hedges off by default", "[config]") {

@@ -35,7 +35,7 @@ struct lane_fixture {
                         bool endpoint_breakers_on = false)
       : settings(std::move(s)),
         breakers("d", settings.breaker),
-        lane(ioc.get_executor(), std::move(sources), 4, settings,
+        lane(ioc.get_executor(), std::move(sources), 4, 4, settings,
              endpoint_breakers_on ? &breakers : nullptr) {}
 
   boost::asio::io_context ioc;
