@@ -4,6 +4,7 @@
 // attempt: in flight until finish(), then judged for ejection and the endpoint's breaker.
 
 #include "gateway/config/tls_client_context.hpp"
+#include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/downstream/http_lane.hpp"
 #include "gateway/downstream/http_result.hpp"
@@ -332,9 +333,13 @@ std::unique_ptr<proxy_link> http_downstream::lease(const lease_request& request,
   }
   auto link = std::make_unique<pooled_link>(lane, *choice.to, choice.ticket, *request.cancel);
   if (!link->acquire(request, yield, why)) {
-    // Not the endpoint's failure when it was only busy, or the exchange was cancelled.
-    link->finish(false,
-                 why.what == lease_failure::kind::failed || why.what == lease_failure::kind::timed_out);
+    // A connect (or TLS handshake) that failed or timed out: the endpoint's failure when the failure rule
+    // counts connect failures; never when the pool was only busy (the gateway's own queueing), or the
+    // exchange was cancelled.
+    const bool connect_failed =
+        why.what == lease_failure::kind::failed || why.what == lease_failure::kind::timed_out;
+    link->finish(false, connect_failed && counts_as_failure(settings_.breaker.failures, call_outcome::timeout,
+                                                            call_error::connect_timeout, 0));
     return nullptr;
   }
   return link;
