@@ -696,8 +696,9 @@ scenario_coldstart() {
       awk '/^gateway_(endpoint_)?circuit_transitions_total\{.*to="open"/ {n += $2} END {print n + 0}')
     degraded=$(field "$work/$name.wrk" degraded)
     summary+="${summary:+, }run $run: $degraded degraded of $last_requests, $opened circuits opened"
-    [ "$degraded" -eq 0 ] || problem "$name: $degraded degraded answers from healthy downstreams"
-    [ "$opened" -eq 0 ] || problem "$name: $opened circuits opened against healthy downstreams"
+    # Targets of a full run only: how many answers a loaded machine gets in time is timing, not correctness.
+    check_target "$name: degraded answers from healthy downstreams" "$degraded" "<=" 0
+    check_target "$name: circuits opened against healthy downstreams" "$opened" "<=" 0
     stop_servers "$name"
   done
   notes+=("- coldstart: $summary")
