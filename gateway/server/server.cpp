@@ -340,9 +340,12 @@ reload_report server::impl::reload() {
   return report;
 }
 
-// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones.
+// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones. The admin
+// listener stops accepting too: a process that restarts this one may share its port, and new probes and
+// scrapes belong to it now (admin_server.hpp).
 void server::impl::close_listener() {
   listener->close();
+  admin->stop_accepting();
   for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.sessions.close_idle(); });
 }
 
@@ -431,7 +434,8 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   view.status = &impl_->status;
   view.degraded = &impl_->degraded_log;
   impl_->admin = std::make_unique<admin_server>(
-      cfg.admin, [this](const admin_request& request) { return answer_admin(request, impl_->admin_view); });
+      cfg.admin, cfg.server.reuse_port,
+      [this](const admin_request& request) { return answer_admin(request, impl_->admin_view); });
   view.listener = impl_->admin.get();
   impl_->admin->every(impl_->status.period(), [this] {
     impl_->status.keep(take_status_sample(impl_->admin_view, *impl_->current_generation()));
