@@ -139,7 +139,7 @@ function render(s) {
     s.config.reloads.failed + " failed";
   const pending = document.getElementById("restart-pending");
   pending.hidden = s.config.restart_pending.length === 0;
-  pending.textContent = "restart pending: " + s.config.restart_pending.join(", ");
+  pending.textContent = pending.hidden ? "" : "restart pending: " + s.config.restart_pending.join(", ");
   document.getElementById("window").textContent = s.window_seconds.toFixed(0) + " s";
 
   fill("routes", s.routes.map(r => {
