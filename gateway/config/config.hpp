@@ -73,8 +73,8 @@ struct server_settings {
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
   std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
-  // SO_REUSEPORT on the public listener: a new process binds the port while the old one drains (a restart
-  // without a gap); both accept during the overlap.
+  // SO_REUSEPORT on the public and admin listeners: a new process binds the ports while the old one
+  // drains (a restart without a gap); both accept during the overlap.
   bool reuse_port = true;
   // Reload when the configuration file changes (inotify on its directory, which also sees a Kubernetes
   // ConfigMap's symlink swap); SIGHUP and POST /reload reload either way.

@@ -230,6 +230,10 @@ std::string render_exposition(const exposition_sources& from) {
   out.family("gateway_config_info", "gauge",
              "Always 1; the label names the running configuration's version.");
   out.sample("gateway_config_info", {{"version", from.config_version}}, 1);
+  single(out, "gateway_config_restart_pending", "gauge",
+         "1 while the configuration file holds settings that only a restart applies and that differ from "
+         "what runs (/config lists them under restart_pending), else 0.",
+         from.restart_pending ? 1.0 : 0.0);
   if (from.tracing) {
     const auto& t = *from.tracing;
     single(out, "gateway_trace_spans_exported_total", "counter", "Spans the collector accepted.",

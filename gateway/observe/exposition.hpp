@@ -42,6 +42,7 @@ struct exposition_sources {
   std::uint64_t reloads_succeeded = 0;
   std::uint64_t reloads_failed = 0;
   double last_reload_success = 0;  // Unix time of the last configuration applied (the start's at first)
+  bool restart_pending = false;    // the file holds settings only a restart applies, other than what runs
 };
 
 std::string render_exposition(const exposition_sources& from);

@@ -104,7 +104,8 @@ admin_reply answer_path(const admin_request& request, const admin_sources& from,
                                    .config_version = current.version,
                                    .reloads_succeeded = reloads->succeeded.load(),
                                    .reloads_failed = reloads->failed.load(),
-                                   .last_reload_success = reloads->last_success.load()});
+                                   .last_reload_success = reloads->last_success.load(),
+                                   .restart_pending = !current.restart_pending.empty()});
     return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(page)};
   }
   if (path == "/config") return {200, "application/json", current.config_json};

@@ -40,7 +40,8 @@ struct reload_report {
   std::string version;              // the version running after it
   std::vector<std::string> errors;  // why nothing was applied, "FILE:LINE:COL: message" each
   // Settings that differ in the file but only a restart applies ("server.listen", ...); the rest of the
-  // file was applied.
+  // file was applied. Every reload lists them, applied or not, until the file holds the running values
+  // again (the running generation's restart_pending).
   std::vector<std::string> restart_required;
 };
 

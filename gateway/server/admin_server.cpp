@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/spawn.hpp>
@@ -69,6 +70,7 @@ struct admin_server::impl {
   handler answer;
   std::thread thread;
   std::atomic<bool> stopping{false};
+  bool accepting = true;  // admin thread only; false once stop_accepting() ran
   const std::chrono::microseconds header_timeout;
   const std::chrono::microseconds idle_timeout;
   admin_connections connections;  // admin thread only
@@ -119,7 +121,7 @@ struct admin_server::impl {
       connections.refresh(c.place);
       const auto& req = parser.get();
       const auto reply = handle(req, c.loopback);
-      const bool keep_alive = req.keep_alive() && !stopping;
+      const bool keep_alive = req.keep_alive() && accepting && !stopping;
       const std::string head = serialize({.status = reply.status,
                                           .content_type = reply.content_type,
                                           .content_length = reply.body.size(),
@@ -157,6 +159,25 @@ struct admin_server::impl {
     }
   }
 
+  // The connections already in the listen queue are taken and served (a close would reset them), then
+  // the listener closes; those open finish their request and go.
+  void close_acceptor() {
+    if (!acceptor.is_open()) return;
+    accepting = false;
+    error_code ec;
+    acceptor.non_blocking(true, ec);
+    while (!ec) {
+      net::ip::tcp::socket socket(ioc);
+      acceptor.accept(socket, ec);
+      if (ec == net::error::interrupted || ec == net::error::connection_aborted) {
+        ec = {};
+      } else if (!ec) {
+        start_connection(std::move(socket));
+      }
+    }
+    acceptor.close(ec);
+  }
+
   // One accept per turn of the loop: a connection whose head is already there is read in between, before
   // enough newer ones could arrive to make it the oldest.
   void accept_loop(net::yield_context yield) {
@@ -175,7 +196,7 @@ struct admin_server::impl {
   }
 };
 
-admin_server::admin_server(const admin_settings& settings, handler h)
+admin_server::admin_server(const admin_settings& settings, bool share_port, handler h)
     : impl_(std::make_unique<impl>(settings)) {
   impl_->answer = std::move(h);
   const auto& listen = settings.listen;
@@ -185,6 +206,10 @@ admin_server::admin_server(const admin_settings& settings, handler h)
   const net::ip::tcp::endpoint endpoint(address, listen.port);
   impl_->acceptor.open(endpoint.protocol());
   impl_->acceptor.set_option(net::socket_base::reuse_address(true));
+  if (share_port) {
+    using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    impl_->acceptor.set_option(reuse_port(true));
+  }
 #if defined(TCP_DEFER_ACCEPT)
   using defer_accept = net::detail::socket_option::integer<IPPROTO_TCP, TCP_DEFER_ACCEPT>;
   const auto seconds = std::chrono::ceil<std::chrono::seconds>(settings.header_timeout).count();
@@ -247,6 +272,10 @@ void admin_server::start() {
         if (e) spdlog::critical("admin listener stopped with an exception");
       });
   impl_->thread = std::thread([this] { impl_->ioc.run(); });
+}
+
+void admin_server::stop_accepting() {
+  net::post(impl_->ioc, [this] { impl_->close_acceptor(); });
 }
 
 void admin_server::stop() {

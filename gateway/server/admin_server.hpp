@@ -12,6 +12,14 @@
 // kept-alive connection waits at most admin.idle_timeout for that byte, and an answer is written within
 // 5 s. On Linux the listener also sets TCP_DEFER_ACCEPT (admin.header_timeout, rounded up to seconds), so
 // the kernel holds a connection that has sent nothing instead of handing it over.
+//
+// A restart without a gap starts the new process with the same file while the old one drains, so the
+// port can be shared (SO_REUSEPORT, with server.reuse_port; Linux shares it only between sockets of the
+// same effective UID), and the kernel then gives each new admin connection to either process. The
+// draining process keeps its listener while it still serves the public port (its /readyz says 503, which
+// is what a lone process, as in Kubernetes, must tell its probes), and stops accepting when it closes the
+// public listener (stop_accepting): from then on every new probe and scrape reaches the process that
+// serves, and the old one's open admin connections get their answers with "Connection: close".
 
 #include "gateway/config/config.hpp"
 
@@ -62,8 +70,9 @@ class admin_server {
  public:
   using handler = std::function<admin_reply(const admin_request& request)>;
 
-  // Binds settings.listen; throws std::runtime_error when it cannot.
-  admin_server(const admin_settings& settings, handler h);
+  // Binds settings.listen, shared with other processes when `share_port`; throws std::runtime_error
+  // when it cannot.
+  admin_server(const admin_settings& settings, bool share_port, handler h);
   ~admin_server();  // stops and joins
   admin_server(const admin_server&) = delete;
   admin_server& operator=(const admin_server&) = delete;
@@ -75,7 +84,10 @@ class admin_server {
   // start(); `work` must not wait.
   void every(std::chrono::steady_clock::duration period, std::function<void()> work);
   void start();  // runs the admin thread
-  void stop();   // thread-safe, idempotent
+  // Takes the connections waiting in the listen queue, then closes the listener; those open are served
+  // on, without keep-alive. Thread-safe, idempotent.
+  void stop_accepting();
+  void stop();  // thread-safe, idempotent
 
  private:
   struct impl;

@@ -17,6 +17,7 @@
 // Beast-free.
 
 #include "gateway/config/config.hpp"
+#include "gateway/config/restart_changes.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/server/request_handler.hpp"
@@ -41,6 +42,9 @@ struct downstream_instance {
 struct config_generation {
   std::shared_ptr<const gateway_config> config;
   std::string version;  // names the configuration's text (a hash prefix), shown by /config
+  // The settings of that text which only a restart applies and which differ from what runs (the values
+  // of the start: `config` holds those); empty at the start. Shown by /config, /status.json, /metrics.
+  std::vector<restart_change> restart_pending;
   std::vector<std::shared_ptr<downstream_instance>> downstreams;  // aligned with config->downstreams
   metric_set metrics;
   std::unique_ptr<request_handler> handler;

@@ -2,6 +2,7 @@
 
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
+#include "gateway/config/restart_changes.hpp"
 #include "gateway/config/tls_client_context.hpp"
 #include "gateway/core/io_thread.hpp"
 #include "gateway/core/memory_budget.hpp"
@@ -56,28 +57,6 @@ struct worker {
 
 double unix_seconds_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// The settings of `now` that differ from `running` in the sections only a restart applies (all but
-// downstreams, routes and log.level), as "section.key" paths.
-void restart_only_changes(const nlohmann::json& running, const nlohmann::json& now, const std::string& at,
-                          std::vector<std::string>& out) {
-  if (running.is_object() && now.is_object()) {
-    for (const auto& [key, value] : now.items()) {
-      const auto path = at.empty() ? key : at + "." + key;
-      if (path == "source" || path == "downstreams" || path == "routes" || path == "log.level") continue;
-      if (!running.contains(key)) {
-        out.push_back(path);
-      } else {
-        restart_only_changes(running[key], value, path, out);
-      }
-    }
-    for (const auto& [key, value] : running.items()) {
-      if (!now.contains(key) && key != "source") out.push_back(at.empty() ? key : at + "." + key);
-    }
-    return;
-  }
-  if (running != now) out.push_back(at);
 }
 
 // The names of the running downstreams whose TLS files (ca_file, cert_file, key_file) hold something
@@ -135,6 +114,7 @@ struct server::impl {
   std::shared_ptr<downstream_instance> build_downstream(const downstream_settings& d);
   std::shared_ptr<const config_generation> build_generation(std::shared_ptr<const gateway_config> cfg,
                                                             std::string version,
+                                                            std::vector<restart_change> restart_pending,
                                                             const config_generation* previous);
   void publish(std::shared_ptr<const config_generation> next);
   reload_report reload();
@@ -173,10 +153,12 @@ std::shared_ptr<downstream_instance> server::impl::build_downstream(const downst
 // A downstream of `previous` whose settings are unchanged is kept, with its pools, breakers and caches;
 // the others are built. Throws (nothing published) when a downstream cannot be built.
 std::shared_ptr<const config_generation> server::impl::build_generation(
-    std::shared_ptr<const gateway_config> cfg, std::string version, const config_generation* previous) {
+    std::shared_ptr<const gateway_config> cfg, std::string version,
+    std::vector<restart_change> restart_pending, const config_generation* previous) {
   auto g = std::make_shared<config_generation>();
   g->config = cfg;
   g->version = std::move(version);
+  g->restart_pending = std::move(restart_pending);
   std::vector<std::shared_ptr<downstream_instance>> built;
   for (const auto& d : cfg->downstreams) {
     std::shared_ptr<downstream_instance> kept;
@@ -209,6 +191,7 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
       std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics, &degraded_log);
   auto json = effective_config_json(*cfg);
   json["version"] = g->version;
+  json["restart_pending"] = restart_changes_json(g->restart_pending);
   g->config_json = json.dump(2) + "\n";
   const std::lock_guard hold(current_lock);
   every_downstream.insert(every_downstream.end(), built.begin(), built.end());
@@ -271,6 +254,9 @@ reload_report server::impl::reload() {
   reload_report report;
   const auto running = current_generation();
   report.version = running->version;
+  // What the file it came from holds and this process cannot apply stays pending until a reload finds the
+  // file back at the running values (or the process restarts).
+  report.restart_required = restart_change_keys(running->restart_pending);
   const auto& path = config.source;
   if (state.stopping || state.draining) {
     report.errors.push_back("the gateway is shutting down: no reload");
@@ -299,13 +285,9 @@ reload_report server::impl::reload() {
     return fail(std::move(errors));
   }
   auto next = std::make_shared<gateway_config>(std::move(*loaded.config));
-  // The sections only a restart applies keep their running values; those that differ are reported.
-  restart_only_changes(effective_config_json(config), effective_config_json(*next), "",
-                       report.restart_required);
-  if (next->admin.token != config.admin.token &&
-      std::find(report.restart_required.begin(), report.restart_required.end(), "admin.token") ==
-          report.restart_required.end())
-    report.restart_required.push_back("admin.token");
+  // The sections only a restart applies keep their running values (those of the start); those that
+  // differ are reported.
+  auto pending = restart_only_changes(config, *next);
   const auto level = next->log.level;
   next->server = config.server;
   next->limits = config.limits;
@@ -315,7 +297,7 @@ reload_report server::impl::reload() {
   next->shutdown = config.shutdown;
   std::shared_ptr<const config_generation> generation;
   try {
-    generation = build_generation(next, version, running.get());
+    generation = build_generation(next, version, pending, running.get());
   } catch (const std::exception& e) {
     return fail({path + ": " + e.what()});
   }
@@ -331,6 +313,7 @@ reload_report server::impl::reload() {
   publish(generation);
   report.applied = true;
   report.version = version;
+  report.restart_required = restart_change_keys(pending);
   spdlog::info(
       "configuration {} applied (was {}): {} routes, {} downstreams ({} kept with their connections)",
       version, running->version, next->routes.size(), next->downstreams.size(), kept);
@@ -340,9 +323,12 @@ reload_report server::impl::reload() {
   return report;
 }
 
-// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones.
+// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones. The admin
+// listener stops accepting too: a process that restarts this one may share its port, and new probes and
+// scrapes belong to it now (admin_server.hpp).
 void server::impl::close_listener() {
   listener->close();
+  admin->stop_accepting();
   for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.sessions.close_idle(); });
 }
 
@@ -387,7 +373,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format, threads);
   auto first = impl_->build_generation(
       std::make_shared<const gateway_config>(cfg),
-      version.empty() ? config_version(effective_config_json(cfg).dump()) : version, nullptr);
+      version.empty() ? config_version(effective_config_json(cfg).dump()) : version, {}, nullptr);
   impl_->current.store(first);
   impl_->reloads.last_success = unix_seconds_now();
 
@@ -431,7 +417,8 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   view.status = &impl_->status;
   view.degraded = &impl_->degraded_log;
   impl_->admin = std::make_unique<admin_server>(
-      cfg.admin, [this](const admin_request& request) { return answer_admin(request, impl_->admin_view); });
+      cfg.admin, cfg.server.reuse_port,
+      [this](const admin_request& request) { return answer_admin(request, impl_->admin_view); });
   view.listener = impl_->admin.get();
   impl_->admin->every(impl_->status.period(), [this] {
     impl_->status.keep(take_status_sample(impl_->admin_view, *impl_->current_generation()));

@@ -249,7 +249,8 @@ std::string status_json(const admin_sources& from, const config_generation& curr
       {"last_reload", from.reloads->last_success.load()},
       {"reloads", {{"succeeded", from.reloads->succeeded.load()}, {"failed", from.reloads->failed.load()}}},
       {"routes", current.config->routes.size()},
-      {"downstreams", current.config->downstreams.size()}};
+      {"downstreams", current.config->downstreams.size()},
+      {"restart_pending", restart_change_keys(current.restart_pending)}};
   j["routes"] = routes_json(current, now, then, seconds);
   j["downstreams"] = json::array();
   for (const auto& d : current.downstreams)

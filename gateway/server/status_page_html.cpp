@@ -3,7 +3,8 @@
 // markup from the data). Stable hooks for tests and scripts: each table has an id; a downstream's row
 // carries data-downstream, data-status (ok, degraded, down) and data-breaker (closed, half_open, open,
 // none); a route's row data-route; a recent degraded request's row data-request-id; a process figure's row
-// data-key; #updated has data-state (loading, ok, error).
+// data-key; #updated has data-state (loading, ok, error); #restart-pending, hidden unless the file holds
+// settings only a restart applies, names them.
 
 #include "gateway/server/status_page.hpp"
 
@@ -40,6 +41,7 @@ std::string_view status_page_html() {
   code { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
   .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 24px; }
   .empty td { color: var(--muted); font-style: italic; }
+  .pending { color: var(--warn); background: var(--warnbg); font-weight: 600; padding: 0 6px; }
 </style>
 </head>
 <body>
@@ -47,6 +49,7 @@ std::string_view status_page_html() {
   <h1>gateway status</h1>
   <span>configuration <code id="config-version">-</code></span>
   <span class="muted" id="config-reloads">-</span>
+  <span class="pending" id="restart-pending" hidden></span>
   <span class="muted">window <span id="window">-</span></span>
   <span id="updated" data-state="loading">loading...</span>
 </header>
@@ -134,6 +137,9 @@ function render(s) {
   document.getElementById("config-reloads").textContent =
     "applied " + when(s.config.last_reload) + ", reloads " + s.config.reloads.succeeded + " ok / " +
     s.config.reloads.failed + " failed";
+  const pending = document.getElementById("restart-pending");
+  pending.hidden = s.config.restart_pending.length === 0;
+  pending.textContent = pending.hidden ? "" : "restart pending: " + s.config.restart_pending.join(", ");
   document.getElementById("window").textContent = s.window_seconds.toFixed(0) + " s";
 
   fill("routes", s.routes.map(r => {

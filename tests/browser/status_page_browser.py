@@ -11,7 +11,9 @@ waits for the page's script to have fetched /status.json and drawn it. Then it c
   - the recent degraded requests list the newest request id first, the coupon call refused by the open
     breaker, and the first ones timed out;
   - the SQL semaphore, process and configuration version are filled in;
-and saves a screenshot (--screenshot). Chromium or ChromeDriver missing is a failure, not a skip.
+and saves a screenshot (--screenshot). Then it changes server.threads in the file, which a reload cannot
+apply, and waits for the page to show "restart pending: server.threads" (hidden before). Chromium or
+ChromeDriver missing is a failure, not a skip.
 
 usage: status_page_browser.py --gateway BIN --mock BIN --screenshot PNG
 """
@@ -196,6 +198,7 @@ const row = (css) => {
           breaker: [...e.querySelectorAll("td.breaker")].map((c) => c.innerText)};
 };
 const version = document.querySelector("#config-version");
+const pending = document.querySelector("#restart-pending");
 return {
   updated: attributes(document.querySelector("#updated")),
   coupon: row('#downstreams tr[data-downstream="coupon"]'),
@@ -210,6 +213,7 @@ return {
   database: row('#databases tr[data-database="offers"]'),
   coroutines: row('#process tr[data-key="coroutines"]'),
   version: version ? version.innerText : null,
+  pending: pending ? {shown: getComputedStyle(pending).display !== "none", text: pending.innerText} : null,
 };
 """
 
@@ -326,8 +330,29 @@ def main():
                   "process: coroutines shown")
             check(page["version"] == version, "configuration version %s shown (%s)" % (version, page["version"]))
 
+            check(page["pending"] is not None and not page["pending"]["shown"],
+                  "no restart pending: the notice is hidden (%s)" % page["pending"])
+
             driver.screenshot(args.screenshot)
             print("screenshot: " + args.screenshot)
+
+            # A setting only a restart applies: the reload applies the rest, and the page says so.
+            with open(config_path) as f:
+                text = f.read()
+            with open(config_path + ".next", "w") as f:
+                f.write(text.replace("  threads: 2\n", "  threads: 3\n", 1))
+            os.rename(config_path + ".next", config_path)
+            status, body = http("POST", admin_url + "/reload")
+            check(status == 200 and json.loads(body)["restart_required"] == ["server.threads"],
+                  "reload: server.threads needs a restart (%d %s)" % (status, body[:300]))
+
+            def pending_shown():
+                shown = driver.run(SNAPSHOT)["pending"]
+                return shown if shown and shown["shown"] else RuntimeError(shown)
+
+            pending = wait_for("the restart pending notice", pending_shown)
+            check(pending["text"] == "restart pending: server.threads",
+                  "the notice reads 'restart pending: server.threads' (%s)" % pending["text"])
         finally:
             if driver:
                 driver.close()

@@ -1,8 +1,9 @@
 // Live configuration: SIGHUP, a change of the file (written in place, or renamed over it as an editor or
 // a Kubernetes ConfigMap does) and POST /reload apply a new configuration without a restart; a bad file
 // changes nothing; downstreams whose settings did not change keep their connections; settings only a
-// restart applies are reported; and 200 clients see no failure while the configuration is reloaded again
-// and again under them.
+// restart applies are reported, and stay pending (reports, /config, status page, metric) until the file
+// matches what runs; and 200 clients see no failure while the configuration is reloaded again and again
+// under them.
 
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/load_clients.hpp"
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -238,6 +240,75 @@ TEST_CASE("reload: settings only a restart applies are reported and keep their r
   CHECK(now.at("server").at("threads") == 2);
   CHECK(now.at("log").at("level") == "debug");  // applied live
   CHECK(logged(gw, "server.threads changed in the file but only a restart applies it"));
+}
+
+TEST_CASE(
+    "reload: settings a restart would apply stay pending in every report, /config, the status page "
+    "and a metric until the file matches what runs",
+    "[reload][status]") {
+  mock_downstream mock;
+  seed_config cfg{mock.url()};
+  auto yaml = without_watch(cfg.yaml());
+  yaml += "admin:\n  listen: 127.0.0.1:0\n  token: first-admin-token-0123\n";
+  gateway_process gw(yaml);
+  const auto original = read_file(gw.config_path());
+  const auto pending = [](const nlohmann::json& keys) {
+    auto sorted = keys.get<std::vector<std::string>>();
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  };
+  const std::vector<std::string> both{"admin.token", "server.listen"};
+  CHECK(config_of(gw).at("restart_pending").empty());
+  CHECK(metric(gw, "gateway_config_restart_pending") == 0);
+
+  auto moved = replace_once(original, "listen: 127.0.0.1:0\n  threads", "listen: 127.0.0.1:1\n  threads");
+  moved = replace_once(moved, "first-admin-token-0123", "second-admin-token-0123");
+  replace_file(gw.config_path(), moved);
+  auto report = nlohmann::json::parse(post_reload(gw).body);
+  CHECK(report.at("applied").get<bool>());
+  CHECK(pending(report.at("restart_required")) == both);
+
+  // Nothing new in the file: the process still differs from it.
+  report = nlohmann::json::parse(post_reload(gw).body);
+  CHECK(report.at("unchanged").get<bool>());
+  CHECK(pending(report.at("restart_required")) == both);
+  // A file that does not load: still pending.
+  replace_file(gw.config_path(), moved + "unknown_section: 1\n");
+  const auto refused = post_reload(gw);
+  CHECK(refused.status == 422);
+  CHECK(pending(nlohmann::json::parse(refused.body).at("restart_required")) == both);
+  // Another change that applies live: still pending.
+  replace_file(gw.config_path(), with_route(moved, "/extra", "coupon"));
+  report = nlohmann::json::parse(post_reload(gw).body);
+  CHECK(report.at("applied").get<bool>());
+  CHECK(pending(report.at("restart_required")) == both);
+
+  // /config shows what runs and, apart, what the file holds for each pending key; no secret either way.
+  const auto config = config_of(gw);
+  CHECK(config.at("server").at("listen") == "127.0.0.1:0");
+  const auto& differs = config.at("restart_pending");
+  REQUIRE(differs.size() == 2);
+  CHECK(differs.at("server.listen") == nlohmann::json({{"running", "127.0.0.1:0"}, {"file", "127.0.0.1:1"}}));
+  CHECK(differs.at("admin.token") == nlohmann::json({{"running", "<redacted>"}, {"file", "<redacted>"}}));
+  const auto text = http_get(gw.admin_port(), "/config").body;
+  CHECK(text.find("admin-token") == std::string::npos);
+  // The status page's data and the page itself, and the metric.
+  const auto status = nlohmann::json::parse(http_get(gw.admin_port(), "/status.json").body);
+  CHECK(pending(status.at("config").at("restart_pending")) == both);
+  CHECK(http_get(gw.admin_port(), "/").body.find("id=\"restart-pending\"") != std::string::npos);
+  CHECK(metric(gw, "gateway_config_restart_pending") == 1);
+
+  // The file back at the running values: nothing pending any more.
+  replace_file(gw.config_path(), with_route(original, "/extra", "coupon"));
+  report = nlohmann::json::parse(post_reload(gw).body);
+  CHECK(report.at("applied").get<bool>());
+  CHECK(report.at("restart_required").empty());
+  CHECK(config_of(gw).at("restart_pending").empty());
+  CHECK(nlohmann::json::parse(http_get(gw.admin_port(), "/status.json").body)
+            .at("config")
+            .at("restart_pending")
+            .empty());
+  CHECK(metric(gw, "gateway_config_restart_pending") == 0);
 }
 
 TEST_CASE("reload: a change of the file is picked up (written in place and renamed over)", "[reload]") {
