@@ -6,13 +6,9 @@
 
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/load_clients.hpp"
+#include "tests/support/loopback_socket.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/prometheus_text.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -44,20 +40,6 @@ std::string access_line(gateway_process& gw, const std::string& needle) {
 
 std::string with_log(const seed_config& cfg, const std::string& format) {
   return cfg.yaml() + "log:\n  access: true\n  format: " + format + "\n";
-}
-
-// A loopback port free a moment ago, for a test whose processes must all listen on one known port.
-std::uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t size = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 // One configuration text for both processes of a restart, as a VM or systemd restart has: the public and

@@ -3,14 +3,10 @@
 // metrics, logs and X-Degraded; what a client sees for each outcome of a required call.
 
 #include "tests/integration/metric_scrape.hpp"
+#include "tests/support/loopback_socket.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/prometheus_text.hpp"
 #include "tests/support/scripted_downstream.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -244,16 +240,8 @@ TEST_CASE("connect ramp: a burst of calls to an endpoint keeps at most max_conne
   // A downstream that never accepts, with the shortest listen backlog: past the first connection or
   // two, every SYN it gets is dropped, so each connect the gateway starts stays in SYN-SENT, where the
   // kernel's table shows it. Forty clients at once: without the ramp, forty connects at once.
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(listener >= 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
-  REQUIRE(::listen(listener, 0) == 0);
-  socklen_t size = sizeof at;
-  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &size) == 0);
-  const auto port = ntohs(at.sin_port);
+  const loopback_socket listener(0);
+  const auto port = listener.port();
 
   gateway_process gw(
       "server:\n  listen: 127.0.0.1:0\n  threads: 1\nlimits:\n  max_inflight: 100\n"
@@ -298,7 +286,6 @@ TEST_CASE("connect ramp: a burst of calls to an endpoint keeps at most max_conne
     std::this_thread::sleep_for(20ms);
   }
   for (auto& t : clients) t.join();
-  ::close(listener);
   INFO("most connects in SYN-SENT at once: " << most);
   CHECK(most >= 1);
   CHECK(most <= 4);

@@ -4,14 +4,11 @@
 // and the files checked at load.
 
 #include "tests/integration/metric_scrape.hpp"
+#include "tests/support/loopback_socket.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/tls_files.hpp"
 
 #include <nlohmann/json.hpp>
-
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -290,16 +287,8 @@ TEST_CASE("tls: connections are kept alive, and a new connection resumes the las
 TEST_CASE("tls: a server that accepts but never answers the handshake ends the call at its deadline",
           "[tls]") {
   // A listening socket that is never accepted from: the kernel completes TCP connects, nobody speaks TLS.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  REQUIRE(::listen(fd, 16) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  const auto port = ntohs(address.sin_port);
+  const loopback_socket listener(16);
+  const auto port = listener.port();
 
   tls_files certs;
   tls_config cfg{"https://127.0.0.1:" + std::to_string(port), "ca_file: " + certs.ca_cert};
@@ -314,7 +303,6 @@ TEST_CASE("tls: a server that accepts but never answers the handshake ends the c
   CHECK(res.degraded_reason("secure") == "timeout");
   CHECK(took >= 250ms);
   CHECK(took < 1500ms);  // the deadline plus a generous margin
-  ::close(fd);
 }
 
 TEST_CASE("tls: gateway --check rejects a missing ca_file or a device and a cert_file without key_file",

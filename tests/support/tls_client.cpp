@@ -1,5 +1,7 @@
 #include "tests/support/tls_client.hpp"
 
+#include "tests/support/loopback_socket.hpp"
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -187,18 +189,10 @@ tls_probe_result tls_probe(std::uint16_t port, const tls_client_options& options
 
 tls_relay::tls_relay(std::uint16_t gateway_port, tls_client_options options)
     : gateway_port_(gateway_port), options_(std::move(options)) {
-  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listener_, 64) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
-      ::pipe2(stop_pipe_, O_CLOEXEC) != 0) {
-    throw std::runtime_error("tls_relay: cannot listen");
-  }
-  port_ = ntohs(address.sin_port);
+  loopback_socket listener(64);
+  if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("tls_relay: no pipe");
+  port_ = listener.port();
+  listener_ = listener.release();
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 
