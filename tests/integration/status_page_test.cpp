@@ -192,7 +192,7 @@ TEST_CASE("status page: the ring of degraded requests keeps the newest 20; healt
     INFO(i);
     CHECK(recent["requests"][i]["request_id"] == "ring-" + std::to_string(34 - i));
     CHECK(recent["requests"][i]["calls"][0]["outcome"] == "status_5xx");
-    CHECK(recent["requests"][i]["calls"][0]["detail"] == "status 5xx");
+    CHECK(recent["requests"][i]["calls"][0]["detail"] == "status 500");
   }
   const auto& route = s["routes"][0];
   CHECK(route["requests"] == 40);
