@@ -3,6 +3,7 @@
 // with the stored answer's status and age, one detail per failure, and server.error_detail: `full` names
 // the failed call, `reason` only says what kind of failure it was; every error body carries the request id.
 
+#include "tests/support/load_clients.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/text_edit.hpp"
 
@@ -168,4 +169,26 @@ TEST_CASE("error answers: with the default error_detail a pass-through failure s
   const auto body = error_of(http_get(gw.port(), "/raw/x", {{"X-Request-Id", "f-1"}}), 502, "f-1");
   CHECK(body["error"] != "upstream failure");
   CHECK_FALSE(body["error"].get<std::string>().empty());
+}
+
+TEST_CASE("error answers: a connection refused beyond max_connections gets a request id too",
+          "[access][shed]") {
+  mock_downstream mock({"--delay", "2ms"});
+  seed_config cfg{mock.url()};
+  cfg.limits = "  max_connections: 1\n";
+  gateway_process gw(cfg.yaml());
+  http_connection held(gw.port());
+  check_error(held.get("/warm-up"), 404);  // accepted and counted
+  http_connection extra(gw.port());
+  std::string received;
+  CHECK(extra.wait_closed_by_peer(3s, &received));
+  const auto shed = parse_raw_response(received);
+  INFO("received: " << received);
+  REQUIRE(shed.status == 503);
+  const auto body = nlohmann::json::parse(shed.body, nullptr, false);
+  REQUIRE(body.is_object());
+  CHECK(body["error"] == "overloaded: too many connections");
+  REQUIRE(body["request_id"].is_string());
+  const std::string id = body["request_id"];
+  CHECK(shed.head.find("\r\nX-Request-Id: " + id + "\r\n") != std::string::npos);
 }
