@@ -127,8 +127,10 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
   if (result.ok()) {
     if (!result.shareable) return;
     // Its kept fields are stored with it, its cookies not: a cookie is meant for one client.
-    if (result.headers.empty()) return cache->put(key, result.body, ended, result.fresh_for);
-    return cache->put(key, result.body, ended, result.fresh_for, without_set_cookie(result.headers));
+    if (result.headers.empty())
+      return cache->put(key, result.body, ended, result.fresh_for, {}, result.status);
+    return cache->put(key, result.body, ended, result.fresh_for, without_set_cookie(result.headers),
+                      result.status);
   }
   if (result.outcome == call_outcome::cancelled) return;
   if (auto body = cache->get(key, ended)) {
@@ -171,8 +173,7 @@ void fanout::start_call(std::size_t index) {
   if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
     stale_keys_[index] = share_key(call);
     stale_cache::fresh_fields kept;
-    if (auto fresh = cache->get_fresh(stale_keys_[index], started_,
-                                      call.answer_fields != nullptr ? &kept : nullptr)) {  // without a call
+    if (auto fresh = cache->get_fresh(stale_keys_[index], started_, &kept)) {  // without a call
       stale_keys_[index].clear();
       call_result result;
       result.outcome = call_outcome::ok;
@@ -180,7 +181,9 @@ void fanout::start_call(std::size_t index) {
       result.body = std::move(*fresh);
       result.contacted = false;
       result.from_cache = true;
-      result.headers = std::move(kept.text);
+      result.status = kept.status;
+      result.latency = clock::now() - started_;  // the lookup's, from the fan-out's start as for a call
+      if (call.answer_fields != nullptr) result.headers = std::move(kept.text);  // only to a route that asks
       result.age = kept.age;
       return call_finished(index, std::move(result));
     }

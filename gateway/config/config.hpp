@@ -66,6 +66,11 @@ struct listener_tls_settings {
   std::shared_ptr<const tls_server_context> context;
 };
 
+// What the gateway's own error answers say of a failure behind it (a required call, a pass-through
+// exchange): `full` names the call or downstream and why (for clients inside the organisation); `reason`
+// only the kind of failure ("upstream failure", "timeout", "upstream unavailable"), for a public edge.
+enum class error_detail { full, reason };
+
 struct server_settings {
   listen_address listen;
   forwarded_style forwarded = forwarded_style::x_forwarded;
@@ -81,6 +86,7 @@ struct server_settings {
   bool watch_config = true;
   compression_settings compression;
   listener_tls_settings tls;
+  error_detail errors = error_detail::full;  // `error_detail`
 
   // The stack to allocate: sanitizer builds need several times more than the configured size.
   std::size_t stack_bytes() const;

@@ -206,6 +206,7 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                  {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"
                                : c.server.forwarded == forwarded_style::forwarded ? "forwarded"
                                                                                   : "none"},
+                 {"error_detail", c.server.errors == error_detail::full ? "full" : "reason"},
                  {"compression",
                   {{"enabled", c.server.compression.enabled},
                    {"min_bytes", c.server.compression.min_bytes},

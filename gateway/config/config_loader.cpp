@@ -26,6 +26,10 @@ gateway_config read_config(const YAML::Node& root, std::vector<config_error>& er
   yaml_reader::secret_collector secrets(cfg.secret_values);
   config_parse_state state{errors, {}, {}, {}};
   yaml_reader top(root, errors, "top level");
+  // Keys that belong to a section, written at the top level.
+  top.advise("deadline", "deadline is set per route (routes[].deadline)");
+  top.advise("listen", "listen is set in server (server.listen)");
+  top.advise("threads", "threads is set in server (server.threads)");
   if (auto n = top.section("server")) read_server(state, *n, cfg.server);
   if (auto n = top.section("limits")) read_limits(state, *n, cfg.limits);
   if (auto n = top.section("log")) read_log(state, *n, cfg.log);

@@ -79,6 +79,9 @@ void read_call_method_and_body(yaml_reader& r, route_settings& route, call_setti
   call.idempotent = call.method != "POST" && call.method != "PATCH";
   r.boolean("idempotent", call.idempotent);
   std::string body;
+  r.advise("body",
+           "body takes 'client' (the client's JSON body passed on) or is left out; to build a JSON "
+           "body from parameters use body_template");
   if (r.string("body", body)) {
     if (body == "client") {
       call.body = call_body::client;
@@ -174,7 +177,7 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
 }
 
 void read_cors(config_parse_state& state, const YAML::Node& node, route_settings& route) {
-  yaml_reader r(node, state.errors, "route.cors");
+  yaml_reader r(node, state.errors, "route '" + route.path + "'.cors");
   if (!r.valid()) return;
   cors_settings c;
   if (r.string_list("allow_origins", c.allow_origins)) {

@@ -71,6 +71,9 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   r.boolean("reuse_port", s.reuse_port);
   r.boolean("watch_config", s.watch_config);
   read_forwarding(r, s);
+  static constexpr std::array<std::string_view, 2> details{"full", "reason"};
+  std::size_t detail = 0;
+  if (r.one_of("error_detail", detail, details, "error_detail")) s.errors = static_cast<error_detail>(detail);
   if (auto c = r.section("compression")) read_compression(state, *c, s.compression);
   if (auto t = r.section("tls")) read_listener_tls(state, *t, s.tls);
   r.finish();

@@ -208,7 +208,10 @@ bool yaml_reader::scalar(const std::string& key, const YAML::Node*& value) {
   value = find(key);
   if (!value) return false;
   if (!value->IsScalar()) {
-    report(errors_, *value, what_ + "." + key + ": expected a scalar value");
+    const auto advice = advice_.find(key);
+    report(errors_, *value,
+           what_ + "." + key + ": expected a scalar value" +
+               (advice != advice_.end() ? "; " + advice->second : std::string()));
     return false;
   }
   return true;
@@ -428,6 +431,10 @@ void yaml_reader::finish() {
     const std::string name = k.IsScalar() ? k.Scalar() : std::string("?");
     if (!seen.insert(name).second) report(errors_, k, what_ + ": duplicate key '" + name + "'");
     if (iterated_ || used_.contains(name)) continue;
+    if (const auto advice = advice_.find(name); advice != advice_.end()) {
+      report(errors_, k, what_ + ": unknown key '" + name + "': " + advice->second);
+      continue;
+    }
     // A key the section knows (it asked for it) that is close: the likely intent.
     const auto suggestion = name.size() <= 64 ? closest_key(name, used_) : std::string();
     report(errors_, k,

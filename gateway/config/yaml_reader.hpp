@@ -56,6 +56,10 @@ class yaml_reader {
   // Where the value of `key` is, for a check that needs several sections (reported after both are read).
   std::optional<YAML::Mark> mark_of(const std::string& key) const;
 
+  // Adds `advice` (what to write instead) to this reader's own message about `key`: its value of the
+  // wrong kind, or the key unknown here. Call before reading the key (or before finish()).
+  void advise(const std::string& key, std::string advice) { advice_[key] = std::move(advice); }
+
   // Reports unknown keys (every key not asked for) and duplicates.
   void finish();
 
@@ -101,6 +105,7 @@ class yaml_reader {
   std::vector<std::pair<YAML::Node, YAML::Node>> entries_;
   std::set<std::string> used_;
   std::set<std::string> from_env_;
+  std::map<std::string, std::string> advice_;
   std::vector<config_error>& errors_;
   std::string what_;
   YAML::Node node_;

@@ -1,6 +1,7 @@
 #include "gateway/downstream/call_result.hpp"
 
 #include <array>
+#include <string>
 
 namespace gateway {
 
@@ -42,6 +43,13 @@ std::size_t outcome_label_index(call_outcome outcome, call_error error) {
 
 std::string_view outcome_label(std::size_t index) {
   return index < labels.size() ? labels[index] : "error";
+}
+
+std::string failure_detail(const call_result& r) {
+  const bool by_status = r.error == call_error::status_4xx || r.error == call_error::status_5xx;
+  if (by_status && r.status != 0) return "status " + std::to_string(r.status);
+  if (*r.detail != '\0') return r.detail;
+  return std::string(outcome_label(r.label_index()));
 }
 
 }  // namespace gateway

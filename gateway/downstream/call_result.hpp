@@ -76,11 +76,19 @@ struct call_result {
   bool has_body() const { return outcome == call_outcome::ok || outcome == call_outcome::stale; }
 };
 
+// One phrase for why a call was not ok: the status a downstream answered with when that status was the
+// failure ("status 503"), else its detail ("connect refused", "deadline", ...), else its outcome label.
+std::string failure_detail(const call_result& r);
+
 // What the access log keeps of a call: its outcome (outcome_label_index), status (0: none) and latency.
+// A call answered from the cache (call_result::from_cache) is `cached`, with the stored answer's status
+// and its age.
 struct call_brief {
   std::uint8_t outcome = 0;
   std::uint16_t status = 0;
   std::uint32_t latency_us = 0;
+  bool cached = false;
+  std::uint32_t age = 0;  // seconds, when cached
 };
 
 inline call_brief brief_of(const call_result& r) {
@@ -89,7 +97,8 @@ inline call_brief brief_of(const call_result& r) {
           static_cast<std::uint16_t>(r.status < 1000 ? r.status : 0),
           static_cast<std::uint32_t>(us < 0              ? 0
                                      : us > 0xffffffffLL ? 0xffffffffLL
-                                                         : us)};
+                                                         : us),
+          r.from_cache, r.age};
 }
 
 }  // namespace gateway

@@ -17,7 +17,7 @@ call_result answer_result(unsigned status, std::string&& body, std::uint32_t fre
   if (status < 200 || status > 299) {
     result.outcome = call_outcome::error;
     result.error = status >= 400 && status < 500 ? call_error::status_4xx : call_error::status_5xx;
-    result.detail = status >= 500 ? "status 5xx" : "status not 2xx";
+    result.detail = status >= 500 ? "status 5xx" : "status not 2xx";  // failure_detail() names the status
   } else if (!parse_json_object(std::move(body), result.body)) {
     result.outcome = call_outcome::error;
     result.error = call_error::invalid_body;

@@ -21,7 +21,7 @@ std::size_t stale_cache::size_of(std::string_view key, const json_object_text& b
 }
 
 void stale_cache::put(std::string_view key, const json_object_text& body, clock::time_point now,
-                      std::uint32_t fresh_for, std::string_view fields) {
+                      std::uint32_t fresh_for, std::string_view fields, unsigned status) {
   const auto fresh_until = serve_fresh_ ? now + std::chrono::seconds(fresh_for) : now;
   if (max_stale_.count() == 0 && fresh_until == now) return;  // nothing it would ever serve
   const auto size = size_of(key, body, fields);
@@ -32,6 +32,7 @@ void stale_cache::put(std::string_view key, const json_object_text& body, clock:
     used_ -= e.size;
     e.body = body;
     e.fields.assign(fields);
+    e.status = status;
     e.stored = now;
     e.fresh_until = fresh_until;
     e.size = size;
@@ -39,7 +40,7 @@ void stale_cache::put(std::string_view key, const json_object_text& body, clock:
     order_.splice(order_.begin(), order_, found->second);
   } else {
     evict_to(max_bytes_ - size);
-    order_.push_front(entry{std::string(key), body, std::string(fields), now, fresh_until, size});
+    order_.push_front(entry{std::string(key), body, std::string(fields), status, now, fresh_until, size});
     by_key_.emplace(order_.front().key, order_.begin());
     used_ += size;
   }
@@ -67,6 +68,7 @@ std::optional<json_object_text> stale_cache::get_fresh(std::string_view key, clo
   const auto& e = *found->second;
   if (fields != nullptr) {
     fields->text = e.fields;
+    fields->status = e.status;
     fields->age =
         static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now - e.stored).count());
   }

@@ -28,15 +28,17 @@ class stale_cache {
 
   // Keeps `body` for `key`: fresh (served instead of a call) for `fresh_for` seconds when this cache serves
   // fresh answers, and stale (served when a call fails) until max_stale after `now`. `fields`: answer
-  // fields kept with it for the client (call_result::headers), handed back with a fresh answer only.
+  // fields kept with it for the client (call_result::headers), handed back with a fresh answer only, as
+  // is `status`, the answer's (0: none, a SQL row).
   void put(std::string_view key, const json_object_text& body, clock::time_point now, std::uint32_t fresh_for,
-           std::string_view fields = {});
+           std::string_view fields = {}, unsigned status = 0);
   // A copy of the last good answer for `key`, if one younger than max_stale is kept.
   std::optional<json_object_text> get(std::string_view key, clock::time_point now);
   // A copy of the answer for `key` if it is still fresh; with `fields`, also its fields and its age.
   struct fresh_fields {
     std::string text;
     std::uint32_t age = 0;  // whole seconds since it was stored
+    unsigned status = 0;    // the stored answer's
   };
   std::optional<json_object_text> get_fresh(std::string_view key, clock::time_point now,
                                             fresh_fields* fields = nullptr);
@@ -51,6 +53,7 @@ class stale_cache {
     std::string key;
     json_object_text body;
     std::string fields;
+    unsigned status = 0;
     clock::time_point stored;
     clock::time_point fresh_until;
     std::size_t size = 0;

@@ -126,13 +126,13 @@ constexpr std::size_t json_room(std::size_t size) {
 }
 
 // The most a line of `e` (its target redacted as `path`) takes in either format: each text as a JSON
-// string at its longest, 512 bytes for the keys, numbers and time, 96 per call beside its name.
+// string at its longest, 512 bytes for the keys, numbers and time, 128 per call beside its name.
 std::size_t line_room(const access_entry& e, std::string_view path, std::string_view user_agent) {
   std::size_t room = 512 + json_room(e.request_id.size()) + json_room(e.method.size()) +
                      json_room(e.route.size()) + json_room(path.size()) + json_room(e.degraded.size()) +
                      json_room(e.client.size()) + json_room(e.proxy.size()) + json_room(user_agent.size()) +
                      json_room(e.trace_id.size());
-  for (std::size_t i = 0; i < e.calls.size(); ++i) room += 96 + json_room(call_name(e, i).size());
+  for (std::size_t i = 0; i < e.calls.size(); ++i) room += 128 + json_room(call_name(e, i).size());
   return room;
 }
 
@@ -182,7 +182,13 @@ void append_json_line(line_writer& w, const access_entry& e, std::string_view pa
       w.json(call_name(e, i));
       w.raw(",\"outcome\":\"");
       w.raw(outcome_label(c.outcome));  // at most 12 characters
-      w.raw("\",\"status\":");
+      if (c.cached) {
+        w.raw("\",\"cached\":true,\"age_s\":");
+        w.number(c.age);
+        w.raw(",\"status\":");
+      } else {
+        w.raw("\",\"status\":");
+      }
       w.number(c.status);
       w.raw(",\"ms\":");
       w.thousandths(c.latency_us);
@@ -242,6 +248,11 @@ void append_text_line(line_writer& w, const access_entry& e, std::string_view pa
       w.ch(':');
       w.thousandths(c.latency_us);
       w.raw("ms");
+      if (c.cached) {
+        w.raw(":cached:");
+        w.number(c.age);
+        w.ch('s');
+      }
     }
   }
 }

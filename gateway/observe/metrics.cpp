@@ -2,11 +2,13 @@
 
 #include "gateway/observe/prometheus.hpp"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 namespace gateway {
 namespace {
@@ -34,15 +36,46 @@ std::size_t method_slot(std::string_view method) {
   return methods.size() - 1;
 }
 
+// `n` histograms of `bounds` (histograms hold atomics: made in place, never copied).
+template <std::size_t n, std::size_t... i>
+std::array<histogram, n> histograms_of(const histogram_bounds& bounds, std::index_sequence<i...>) {
+  return {{(static_cast<void>(i), histogram(bounds))...}};
+}
+template <std::size_t n>
+std::array<histogram, n> histograms_of(const histogram_bounds& bounds) {
+  return histograms_of<n>(bounds, std::make_index_sequence<n>{});
+}
+
 }  // namespace
+
+histogram_bounds duration_bounds(const gateway_config& config) {
+  std::vector<microseconds> deadlines;
+  std::vector<microseconds> timeouts;
+  for (const auto& route : config.routes) {
+    if (route.proxy) continue;
+    deadlines.push_back(route.deadline);
+    for (const auto& call : route.calls) {
+      if (call.timeout && *call.timeout < route.deadline) timeouts.push_back(*call.timeout);
+    }
+  }
+  std::sort(deadlines.begin(), deadlines.end());
+  std::sort(timeouts.begin(), timeouts.end());
+  deadlines.insert(deadlines.end(), timeouts.begin(), timeouts.end());
+  deadlines.erase(std::unique(deadlines.begin(), deadlines.end()), deadlines.end());
+  return histogram_bounds::with_deadlines(deadlines);
+}
 
 // One I/O thread's part of a row, on cache lines of its own.
 struct alignas(64) route_part {
+  explicit route_part(const histogram_bounds& bounds)
+      : duration(histograms_of<methods.size() * status_slots>(bounds)) {}
   std::array<histogram, methods.size() * status_slots> duration;  // [method * status_slots + slot]
   std::atomic<std::uint64_t> degraded{0};
   std::array<std::atomic<std::uint64_t>, 2> proxy_bytes{};  // request, response
 };
 struct alignas(64) downstream_part {
+  explicit downstream_part(const histogram_bounds& bounds)
+      : duration(histograms_of<outcome_label_count>(bounds)) {}
   std::array<histogram, outcome_label_count> duration;  // by outcome_label_index
 };
 struct alignas(64) fallback_part {
@@ -51,8 +84,11 @@ struct alignas(64) fallback_part {
 
 template <class part>
 struct series_parts {
-  explicit series_parts(std::size_t workers) : parts(workers) {}
-  std::vector<part> parts;  // by I/O thread
+  template <class... args>
+  explicit series_parts(std::size_t workers, const args&... a) {
+    for (std::size_t i = 0; i < workers; ++i) parts.emplace_back(a...);
+  }
+  std::deque<part> parts;  // by I/O thread (a deque: parts hold atomics, are made in place, never moved)
 
   template <class read>
   auto sum(read r) const {
@@ -63,14 +99,16 @@ struct series_parts {
 };
 
 struct route_series : series_parts<route_part> {
-  route_series(std::string p, std::size_t workers) : series_parts(workers), path(std::move(p)) {}
+  route_series(std::string p, std::size_t workers, const histogram_bounds& bounds)
+      : series_parts(workers, bounds), path(std::move(p)) {}
   std::string path;    // the route label ("unmatched" for the row of requests no route took)
   bool proxy = false;  // a pass-through route in some configuration: its bytes are shown (under the lock)
   // Its series shown from the start, at zero: its method (GET for a route of any method) and status 200.
   std::size_t method = method_slot("GET");
 };
 struct downstream_series : series_parts<downstream_part> {
-  downstream_series(std::string n, std::size_t workers) : series_parts(workers), name(std::move(n)) {}
+  downstream_series(std::string n, std::size_t workers, const histogram_bounds& bounds)
+      : series_parts(workers, bounds), name(std::move(n)) {}
   std::string name;
   // The host of its url in the latest configuration that named it (under the lock); empty for SQL.
   std::string server_address;
@@ -116,10 +154,10 @@ struct metrics_registry::rows {
   std::deque<fallback_series> fallbacks;
 };
 
-metrics_registry::metrics_registry(std::size_t workers, bool tls_listener)
-    : tls_listener_(tls_listener), rows_(std::make_unique<rows>()) {
+metrics_registry::metrics_registry(std::size_t workers, bool tls_listener, const histogram_bounds& durations)
+    : tls_listener_(tls_listener), durations_(durations), rows_(std::make_unique<rows>()) {
   for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker_metrics>());
-  rows_->routes.emplace_back("unmatched", workers);
+  rows_->routes.emplace_back("unmatched", workers, durations_);
 }
 
 metrics_registry::~metrics_registry() = default;
@@ -128,21 +166,21 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
   const std::size_t workers = workers_.size();
   const std::lock_guard hold(rows_->lock);
   auto& r = *rows_;
-  auto find_or_add = [&](auto& table, auto matches, auto... args) {
+  auto find_or_add = [&](auto& table, auto matches, const auto&... args) {
     for (auto& row : table) {
       if (matches(row)) return &row;
     }
     if (table.size() >= max_series)
       throw std::runtime_error("more than " + std::to_string(max_series) +
                                " distinct routes, downstreams or calls since the start: restart to apply");
-    return &table.emplace_back(args..., workers);
+    return &table.emplace_back(args...);
   };
   metric_set set;
   set.routes_.push_back(&r.routes.front());
   for (const auto& route : config.routes) {
     auto* row = find_or_add(
         r.routes, [&](const route_series& s) { return s.path == route.path && &s != &r.routes.front(); },
-        route.path);
+        route.path, workers, durations_);
     if (route.proxy) row->proxy = true;
     if (route.method != "*" && !route.method.empty()) row->method = method_slot(route.method);
     set.routes_.push_back(row);
@@ -150,12 +188,13 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
     for (const auto& call : route.calls) {
       calls.push_back(find_or_add(
           r.fallbacks, [&](const fallback_series& s) { return s.route == route.path && s.call == call.name; },
-          route.path, call.name));
+          route.path, call.name, workers));
     }
   }
   for (const auto& d : config.downstreams) {
     auto* row = find_or_add(
-        r.downstreams, [&](const downstream_series& s) { return s.name == d.name; }, d.name);
+        r.downstreams, [&](const downstream_series& s) { return s.name == d.name; }, d.name, workers,
+        durations_);
     row->server_address = d.kind == downstream_kind::http ? d.host : std::string();
     set.downstreams_.push_back(row);
   }

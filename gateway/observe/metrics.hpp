@@ -103,6 +103,11 @@ struct metrics_summary {
   std::uint64_t disconnects = 0;
 };
 
+// The bounds of the request and call duration histograms for `config`: the latency grid plus bounds at
+// and just above each route's deadline (aggregating routes, shortest first), then each call's timeout
+// shorter than its route's deadline, while there is room (histogram_bounds::with_deadlines).
+histogram_bounds duration_bounds(const gateway_config& config);
+
 // Every series the process has recorded: a row per route path, per downstream name and per route call,
 // made the first time a configuration names it and kept until the process ends, so that a reload that
 // removes a route and brings it back never sends a counter backwards. Their number is capped (series_for
@@ -111,8 +116,15 @@ class metrics_registry {
  public:
   static constexpr std::size_t max_series = 4096;  // of each kind: routes, downstreams, route calls
 
-  metrics_registry(std::size_t workers, bool tls_listener);
+  // `durations`: the buckets of every request and call duration series, fixed for the life of the
+  // process (a series' `le` labels never change; a reload keeps them).
+  metrics_registry(std::size_t workers, bool tls_listener,
+                   const histogram_bounds& durations = histogram_bounds::latency());
   ~metrics_registry();
+  metrics_registry(const metrics_registry&) = delete;
+  metrics_registry& operator=(const metrics_registry&) = delete;
+
+  const histogram_bounds& duration_bounds() const { return durations_; }
 
   worker_metrics& worker(std::size_t i) { return *workers_[i]; }
 
@@ -130,6 +142,7 @@ class metrics_registry {
   struct rows;
   std::vector<std::unique_ptr<worker_metrics>> workers_;
   bool tls_listener_;
+  histogram_bounds durations_;  // the rows' histograms point at it
   std::unique_ptr<rows> rows_;
 };
 

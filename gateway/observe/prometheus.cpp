@@ -74,14 +74,15 @@ void prometheus_writer::histogram_sample(std::string_view name, label_list list,
   const std::string bucket = std::string(name) + "_bucket";
   std::uint64_t cumulative = 0;
   char le[32];
-  for (std::size_t i = 0; i < histogram::bounds.size(); ++i) {
+  const auto& bounds = *h.bounds;
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
     cumulative += h.counts[i];
-    std::snprintf(le, sizeof le, "%g", histogram::bounds[i]);
+    std::snprintf(le, sizeof le, "%g", bounds[i]);
     out_.append(bucket);
     labels(list, "le", le);
     out_.append(" ").append(std::to_string(cumulative)).append("\n");
   }
-  cumulative += h.counts.back();
+  cumulative += h.counts[bounds.size()];
   out_.append(bucket);
   labels(list, "le", "+Inf");
   out_.append(" ").append(std::to_string(cumulative)).append("\n");

@@ -20,7 +20,7 @@ void recent_degraded::record(std::string_view request_id, const route_settings& 
     const auto& r = results[i];
     if (r.ok()) continue;
     e.calls.push_back({route.calls[i].name, route.calls[i].downstream,
-                       std::string(outcome_label(r.label_index())), r.detail,
+                       std::string(outcome_label(r.label_index())), failure_detail(r),
                        std::chrono::duration<double, std::milli>(r.latency).count()});
   }
   const std::lock_guard hold(lock_);

@@ -1,6 +1,7 @@
 #include "gateway/server/acceptor.hpp"
 
 #include "gateway/core/stack_cache.hpp"
+#include "gateway/server/request_handler.hpp"
 #include "gateway/server/response_head.hpp"
 #include "gateway/server/session.hpp"
 
@@ -52,16 +53,18 @@ client_slots::address address_key(const sockaddr_storage& peer) {
   return a;
 }
 
-// The answer to a connection beyond the limits, written without waiting.
-const std::string overloaded_response = [] {
-  const std::string body = R"({"error":"overloaded: too many connections"})";
-  return serialize({.status = 503,
+// The answer to a connection beyond the limits, written without waiting; with a request id of its own
+// (no request was read), as every error answer of the gateway's.
+std::string overloaded_response() {
+  const auto r = error_response(503, "overloaded: too many connections", make_request_id({}));
+  return serialize({.status = r.status,
                     .content_type = "application/json",
-                    .content_length = body.size(),
+                    .content_length = r.body.size(),
+                    .request_id = r.request_id,
                     .retry_after = true,
                     .keep_alive = false}) +
-         body;
-}();
+         r.body;
+}
 
 }  // namespace
 
@@ -187,8 +190,8 @@ void acceptor::admit(int fd, const sockaddr_storage& peer) {
 // any reactor.
 void acceptor::refuse(int fd, shed_reason why) {
   threads_.front().session.metrics->shed(why);
-  [[maybe_unused]] const auto sent =
-      ::send(fd, overloaded_response.data(), overloaded_response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  const auto answer = overloaded_response();
+  [[maybe_unused]] const auto sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(fd, SHUT_RDWR);
   ::close(fd);
 }

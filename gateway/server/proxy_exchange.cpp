@@ -244,10 +244,12 @@ void exchange<Io>::fail(proxy_result& result, unsigned status, std::string_view 
     return;
   }
   if (cancel_.reason() == cancel_reason::shutdown) status = 503;
+  // The downstream's failures (502, 503, 504) as server.error_detail says; the client's own (400, 408,
+  // 413) keep their explanation.
+  const bool behind = status >= 502 && status <= 504;
+  result.answer = error_response(
+      status, behind ? failure_message(ctx_.config->server.errors, status, why) : why, request_id_);
   result.answer.route = route_index_;
-  result.answer.status = status;
-  result.answer.body = error_body(why);
-  result.answer.request_id = request_id_;
   result.status = status;
   result.keep_alive = false;  // the request's body may be partly unread, or the client's side unknown
 }

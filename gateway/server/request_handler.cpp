@@ -76,14 +76,6 @@ outbound_response no_content(std::string allow, std::string request_id) {
   return r;
 }
 
-outbound_response error_response(unsigned status, std::string_view message, std::string request_id) {
-  outbound_response r;
-  r.status = status;
-  r.body = error_body(message);
-  r.request_id = std::move(request_id);
-  return r;
-}
-
 // A failed call, in the log at warn with its reason: at most one line per downstream per second on each
 // I/O thread, the next one telling how many were left out meanwhile, so that an outage cannot flood the
 // log (and the log's queue drops the oldest lines beyond that).
@@ -104,9 +96,11 @@ void log_failed_call(const route_settings& route, std::size_t index, const downs
   p.next = now + std::chrono::seconds(1);
   const auto& call = route.calls[index];
   const auto left_out = std::exchange(p.left_out, 0);
-  spdlog::warn("call '{}' of route {} to downstream '{}' failed: {} ({}{}), request {}{}", call.name,
-               route.path, call.downstream, outcome_label(result.label_index()), result.detail,
-               result.status != 0 ? ", status " + std::to_string(result.status) : std::string(), request_id,
+  const auto label = outcome_label(result.label_index());
+  const auto detail = failure_detail(result);
+  spdlog::warn("call '{}' of route {} to downstream '{}' failed: {}{}{}{}, request {}{}", call.name,
+               route.path, call.downstream, label, detail != label ? " (" : "", detail != label ? detail : "",
+               detail != label ? ")" : "", request_id,
                left_out != 0 ? "; " + std::to_string(left_out) +
                                    " more failed calls to it not logged in the last second"
                              : std::string());
@@ -121,11 +115,28 @@ void trace_calls(std::vector<call_trace>& traces, const gateway_config& config, 
 
 }  // namespace
 
-std::string error_body(std::string_view message) {
-  std::string body = "{\"error\":";
-  append_json_string(body, message);
-  body += '}';
-  return body;
+outbound_response error_response(unsigned status, std::string_view message, std::string request_id) {
+  outbound_response r;
+  r.status = status;
+  r.body = "{\"error\":";
+  append_json_string(r.body, message);
+  r.body += ",\"request_id\":";
+  append_json_string(r.body, request_id);
+  r.body += '}';
+  r.request_id = std::move(request_id);
+  return r;
+}
+
+std::string_view failure_message(error_detail detail, unsigned status, std::string_view full) {
+  if (detail == error_detail::full) return full;
+  switch (status) {
+    case 504:
+      return "timeout";
+    case 503:
+      return "upstream unavailable";
+    default:
+      return "upstream failure";
+  }
 }
 
 namespace {
@@ -163,15 +174,16 @@ bool request_handler::takes_body(std::string_view method, std::string_view targe
 }
 
 outbound_response request_handler::refuse_body(std::string_view method, std::string_view target,
-                                               std::string_view why) const {
+                                               std::string_view incoming_id, std::string_view why) const {
   const auto found = router_.find(method, target);
-  if (found.status == 404) return error_response(404, "no route for this path", make_request_id({}));
+  if (found.status == 404) return error_response(404, "no route for this path", make_request_id(incoming_id));
   if (found.status == 405) {
-    auto r = error_response(405, "method not allowed", make_request_id({}));
+    auto r = error_response(405, "method not allowed", make_request_id(incoming_id));
+    r.route = static_cast<int>(found.index);
     r.allow = found.allow;
     return r;
   }
-  auto r = error_response(413, why, make_request_id({}));
+  auto r = error_response(413, why, make_request_id(incoming_id));
   r.route = static_cast<int>(found.index);
   return r;
 }
@@ -241,8 +253,9 @@ outbound_response request_handler::route_request(const inbound_request& request,
   try {
     const auto found = router_.find(request.method, request.target);
     if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
-    if (found.status == 405) {
+    if (found.status == 405) {  // logged and counted under the route whose path matched
       auto r = error_response(405, "method not allowed", std::move(request_id));
+      r.route = static_cast<int>(found.index);
       r.allow = found.allow;
       return r;
     }
@@ -342,9 +355,10 @@ outbound_response request_handler::route_request(const inbound_request& request,
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (!route.calls[i].required || results[i].has_body()) continue;
       // An error answer has no entries: no fallback was served, nothing was degraded.
-      auto r = error_response(required_call_status(results[i].outcome),
-                              "required call '" + route.calls[i].name + "' failed: " + results[i].detail,
-                              std::move(request_id));
+      const auto status = required_call_status(results[i].outcome);
+      const auto full = "required call '" + route.calls[i].name + "' failed: " + failure_detail(results[i]);
+      auto r =
+          error_response(status, failure_message(config_.server.errors, status, full), std::move(request_id));
       r.route = route_index;
       r.calls = std::move(briefs);
       return r;

@@ -86,8 +86,9 @@ class request_handler {
   // Whether the route of a request takes its body (a call passes it on): read it, else refuse it.
   bool takes_body(std::string_view method, std::string_view target) const;
   // The answer to a request whose body is not read: 404 or 405 as for any request to that path and
-  // method, else 413 with `why`.
+  // method, else 413 with `why`; `incoming_id` is the request's X-Request-Id (make_request_id).
   outbound_response refuse_body(std::string_view method, std::string_view target,
+                                std::string_view incoming_id,
                                 std::string_view why = "this route takes no request body") const;
   // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
   int route_index(std::string_view method, std::string_view target) const;
@@ -110,8 +111,16 @@ class request_handler {
   recent_degraded* recent_ = nullptr;
 };
 
-// A JSON body {"error": message}.
-std::string error_body(std::string_view message);
+// The gateway's own error answer: `status` with the body {"error": message, "request_id": id}, the one
+// shape of every refusal and failure the gateway answers itself (a downstream's answer passed on through
+// a pass-through route keeps its own).
+outbound_response error_response(unsigned status, std::string_view message, std::string request_id);
+
+// What an error answer says of a failure behind the gateway (a required call, a pass-through exchange)
+// answered with `status`: `full` as given with error_detail::full; with error_detail::reason only its kind
+// ("timeout" for 504, "upstream unavailable" for 503, "upstream failure" otherwise), naming no call and no
+// downstream.
+std::string_view failure_message(error_detail detail, unsigned status, std::string_view full);
 // The incoming id when it is safe to echo ([A-Za-z0-9._:-], 1..128 chars), else a new random one.
 std::string make_request_id(std::string_view incoming);
 

@@ -77,6 +77,7 @@ route_lookup router::find(std::string_view method, std::string_view target) cons
       result.captures = std::move(captures);
       return result;
     }
+    if (result.status != 405) result.index = i;
     if (result.allow.find(route.method) != std::string::npos) continue;
     result.status = 405;
     if (!result.allow.empty()) result.allow += ", ";

@@ -13,8 +13,9 @@
 namespace gateway {
 
 struct route_lookup {
-  unsigned status = 404;             // 200 found, 404 no such path, 405 path exists for other methods
-  std::size_t index = 0;             // into gateway_config::routes when status == 200
+  unsigned status = 404;  // 200 found, 404 no such path, 405 path exists for other methods
+  // Into gateway_config::routes: the route found (200), or the first whose path matched (405).
+  std::size_t index = 0;
   std::string allow;                 // methods allowed on the path, for 405 (and OPTIONS)
   route_pattern::captures captures;  // the path's parameters, encoded, views into the target
 };

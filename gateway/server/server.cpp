@@ -73,6 +73,19 @@ std::vector<std::string> tls_files_changed(const config_generation& running, std
   return changed;
 }
 
+// The duration buckets are those of the start (a series' `le` labels never change while the process
+// lives): a deadline with no buckets of its own (added by a reload, or beyond histogram_bounds::capacity)
+// still applies, but the percentiles of answers that wait for it are coarse until a restart.
+void warn_uncovered_deadlines(const gateway_config& cfg, const histogram_bounds& bounds) {
+  for (const auto& route : cfg.routes) {
+    if (route.proxy || bounds.covers(route.deadline)) continue;
+    spdlog::warn(
+        "route {}: no duration buckets at its deadline ({} ms) until a restart; its percentiles "
+        "are coarse",
+        route.path, std::chrono::duration_cast<std::chrono::milliseconds>(route.deadline).count());
+  }
+}
+
 }  // namespace
 
 // Owns everything the process runs; members are destroyed in reverse order, so whatever holds a timer
@@ -320,6 +333,7 @@ reload_report server::impl::reload() {
   for (const auto& key : report.restart_required)
     spdlog::warn("configuration: {} changed in the file but only a restart applies it (still the old value)",
                  key);
+  warn_uncovered_deadlines(*next, metrics->duration_bounds());
   return report;
 }
 
@@ -369,7 +383,8 @@ server::server(const gateway_config& config, const std::string& version) : impl_
     impl_->workers.push_back(std::make_unique<worker>());
     impl_->iocs.push_back(&impl_->workers.back()->ioc);
   }
-  impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled);
+  impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled, duration_bounds(cfg));
+  warn_uncovered_deadlines(cfg, impl_->metrics->duration_bounds());
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format, threads);
   auto first = impl_->build_generation(
       std::make_shared<const gateway_config>(cfg),

@@ -88,12 +88,12 @@ std::string_view list_header(const http::request<http::string_body>& req, key na
 // frames only chunked; whatever it made of another coding, the bytes after the head must not be read as a
 // request of their own: the caller answers and closes.
 outbound_response framing_refusal(const http::request<http::string_body>& req) {
-  outbound_response r;
-  r.status = transfer_coding_status(req);
-  if (r.status == 0) return r;
-  r.body = error_body(r.status == 400 ? "transfer coding not chunked: request length unknown"
-                                      : "transfer coding not implemented");
-  return r;
+  const auto status = transfer_coding_status(req);
+  if (status == 0) return outbound_response{.status = 0};
+  return error_response(status,
+                        status == 400 ? "transfer coding not chunked: request length unknown"
+                                      : "transfer coding not implemented",
+                        make_request_id(header(req, "X-Request-Id")));
 }
 
 // The peer's address ("10.1.2.3"), and whether it is a trusted proxy; empty when unknown.
@@ -195,6 +195,24 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
   std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
   std::string trace_hex;  // the access log's trace id of a traced request
   std::string forwarded_for;
+  // What the access log takes from a request's head. A pass-through exchange moves the head into a
+  // parser of its own: its fields are copied here first (`kept_head`), else they are read from `current`.
+  struct logged_head {
+    std::string target;
+    std::string user_agent;
+    std::string traceparent;
+    std::string forwarded_for;
+  };
+  std::optional<logged_head> kept_head;
+  const auto keep_head = [&](const http::request<http::string_body>& req) {
+    if (!ctx.log) return;
+    kept_head.emplace();
+    kept_head->target.assign(req.target().data(), req.target().size());
+    kept_head->user_agent = header(req, "User-Agent");
+    kept_head->traceparent = header(req, "traceparent");
+    if (peer.trusted)
+      kept_head->forwarded_for = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for);
+  };
   auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
                     std::size_t bytes = std::string::npos) {
     const auto elapsed = clock::now() - started;
@@ -219,18 +237,26 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     e.bytes = bytes != std::string::npos ? bytes : r.body.size();
     e.client = client;
     e.trace_id = trace_hex;
-    if (current && current->is_header_done()) {  // what the request's head says
-      const auto& req = current->get();
-      e.target = std::string_view(req.target().data(), req.target().size());
-      e.user_agent = header(req, "User-Agent");
-      if (e.trace_id.empty()) {
-        const auto incoming = header(req, "traceparent");
-        if (incoming.size() == 55 && parse_traceparent(incoming)) e.trace_id = incoming.substr(3, 32);
+    const bool from_current = !kept_head && current && current->is_header_done();
+    if (kept_head || from_current) {  // what the request's head says
+      std::string_view incoming_trace;
+      std::string_view forwarded;
+      if (kept_head) {
+        e.target = kept_head->target;
+        e.user_agent = kept_head->user_agent;
+        incoming_trace = kept_head->traceparent;
+        forwarded = kept_head->forwarded_for;
+      } else {
+        const auto& req = current->get();
+        e.target = std::string_view(req.target().data(), req.target().size());
+        e.user_agent = header(req, "User-Agent");
+        incoming_trace = header(req, "traceparent");
+        if (peer.trusted) forwarded = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for);
       }
+      if (e.trace_id.empty() && incoming_trace.size() == 55 && parse_traceparent(incoming_trace))
+        e.trace_id = incoming_trace.substr(3, 32);
       if (peer.trusted) {
-        const auto by_proxy =
-            forwarded_client(list_header(req, std::string_view("X-Forwarded-For"), forwarded_for),
-                             ctx.config->server.trusted_proxies);
+        const auto by_proxy = forwarded_client(forwarded, ctx.config->server.trusted_proxies);
         if (!by_proxy.empty()) {
           e.client = by_proxy;
           e.proxy = client;
@@ -257,12 +283,10 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       return std::nullopt;
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
-    outbound_response r;
+    auto r = error_response(
+        503, over_budget ? "overloaded: memory budget exhausted" : "overloaded: too many requests in flight",
+        make_request_id(incoming_id));
     r.route = route;
-    r.status = 503;
-    r.body = error_body(over_budget ? "overloaded: memory budget exhausted"
-                                    : "overloaded: too many requests in flight");
-    r.request_id = make_request_id(incoming_id);
     return r;
   };
   bool body_unread = false;  // the connection ends with a request's body not read whole: linger
@@ -282,6 +306,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
       body_unread = !parser.is_done();
       return false;
     }
+    keep_head(req);  // run_proxy takes the head over
     auto result = run_proxy(io, parser, *generation, route, ctx, {peer.address, peer.trusted, tls}, control,
                             trace ? &*trace : nullptr, yield);
     ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
@@ -301,6 +326,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
 
   for (;;) {
     auto& parser = current.emplace();  // a new one per request (Beast's parsers cannot be reset)
+    kept_head.reset();
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     // The head is read first; a body only when the route takes one (see below): within max_body_bytes
     // for an aggregate route (a Content-Length above it is refused from the head), streamed for a
@@ -324,9 +350,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     // canonical from here on.
     if (head_read && control.reason() == cancel_reason::none) {
       if (const auto why = admit_head(parser.get()); !why.empty()) {
-        outbound_response r;
-        r.status = 400;
-        r.body = error_body(why);
+        auto r = error_response(400, why, make_request_id(header(parser.get(), "X-Request-Id")));
         const std::string_view method(parser.get().method_string().data(),
                                       parser.get().method_string().size());
         send(r, false, method == "HEAD");
@@ -360,7 +384,8 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
         // The parser refuses a Content-Length over its body limit before it marks the head done.
         if (!parser.is_header_done() ||
             (parser.content_length() && *parser.content_length() > limits.max_body_bytes)) {
-          r = handler.refuse_body(method, target, "request body larger than limits.max_body_bytes");
+          r = handler.refuse_body(method, target, header(req, "X-Request-Id"),
+                                  "request body larger than limits.max_body_bytes");
         } else {
           parser.body_limit(limits.max_body_bytes);
           if (iequals(header(req, "Expect"), "100-continue") &&
@@ -371,7 +396,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
           received = clock::now();
         }
       } else if (r.status == 0) {
-        r = handler.refuse_body(method, target);
+        r = handler.refuse_body(method, target, header(req, "X-Request-Id"));
       }
       if (r.status != 0) {
         send(r, false, method == "HEAD");
@@ -383,9 +408,11 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     if (!read.ok) {
       const auto error_status = status_for_read_error(read.ec);
       if (error_status != 0 && control.reason() == cancel_reason::none) {
-        outbound_response r;
-        r.status = error_status;
-        r.body = error_body(error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status));
+        // The head may be cut or unread: an id of the gateway's own unless a whole head gave one.
+        auto r = error_response(error_status,
+                                error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status),
+                                make_request_id(parser.is_header_done() ? header(parser.get(), "X-Request-Id")
+                                                                        : std::string_view()));
         send(r, false, parser.get().method() == http::verb::head);
         finish(r, "-", started);
         body_unread = error_status == 413;  // a chunked body cut at the limit

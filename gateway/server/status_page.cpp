@@ -271,18 +271,19 @@ std::optional<double> histogram_quantile(const histogram::snapshot& h, double q)
   for (std::size_t i = 0; i < h.counts.size(); ++i) {
     const auto in = h.counts[i];
     if (in > 0 && static_cast<double>(below + in) >= rank) {
-      if (i == histogram::bounds.size()) return histogram::bounds.back();
-      const double lower = i == 0 ? 0.0 : histogram::bounds[i - 1];
-      const double upper = histogram::bounds[i];
+      if (i == h.bounds->size()) return h.bounds->back();
+      const double lower = i == 0 ? 0.0 : (*h.bounds)[i - 1];
+      const double upper = (*h.bounds)[i];
       return lower + (upper - lower) * (rank - static_cast<double>(below)) / static_cast<double>(in);
     }
     below += in;
   }
-  return histogram::bounds.back();
+  return h.bounds->back();
 }
 
 histogram::snapshot histogram_difference(const histogram::snapshot& now, const histogram::snapshot& then) {
   histogram::snapshot d;
+  d.bounds = now.bounds;
   for (std::size_t i = 0; i < d.counts.size(); ++i)
     d.counts[i] = now.counts[i] - std::min(now.counts[i], then.counts[i]);
   d.sum_seconds = std::max(0.0, now.sum_seconds - then.sum_seconds);

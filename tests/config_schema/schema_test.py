@@ -155,7 +155,7 @@ READER_PATHS = [
     (r"^downstream '[^']*'", "downstreams.*"),
     (r"^param '[^']*'", "routes[].params.*"),
     (r"^call( '[^']*')?", "routes[].calls[]"),
-    (r"^route", "routes[]"),
+    (r"^route( '[^']*')?", "routes[]"),
     (r"^(server|limits|log|admin|shutdown|tracing)", r"\1"),
 ]
 

@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<gateway::call_brief> calls;
   for (std::size_t i = 0; i < route.calls.size(); ++i)
     calls.push_back({static_cast<std::uint8_t>(i % gateway::outcome_label_count),
-                     static_cast<std::uint16_t>(i * 97), static_cast<std::uint32_t>(i * 123457)});
+                     static_cast<std::uint16_t>(i * 97), static_cast<std::uint32_t>(i * 123457), i % 2 == 1,
+                     static_cast<std::uint32_t>(i * 613566757)});  // some from the cache, of any age
 
   // The client behind trusted proxies.
   std::string error;

@@ -108,6 +108,31 @@ TEST_CASE("access line: JSON escapes what the client sent and lists each call", 
         "trace=4bf92f3577b34da6a3ce929d0e0e4736 calls=pricing:ok:200:12.345ms,coupon:timeout:0:150.000ms");
 }
 
+TEST_CASE("access line: a call answered from the cache is marked cached with its age", "[access_log]") {
+  route_settings route;
+  route.path = "/r";
+  route.calls.resize(1);
+  route.calls[0].name = "pricing";
+  const call_brief calls[] = {
+      {static_cast<std::uint8_t>(outcome_label_index(call_outcome::ok, call_error::none)), 200, 7, true, 42}};
+  access_entry e;
+  e.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764633600007));
+  e.request_id = "r-2";
+  e.method = "GET";
+  e.route = route.path;
+  e.target = "/r";
+  e.status = 200;
+  e.client = "203.0.113.9";
+  e.calls = calls;
+  e.calls_of = &route;
+  const auto json = format_access_line(e, log_format::json);
+  CHECK(json.find(R"("calls":[{"name":"pricing","outcome":"ok","cached":true,"age_s":42,"status":200,)"
+                  R"("ms":0.007}])") != std::string::npos);
+  CHECK(nlohmann::json::parse(json)["calls"][0]["cached"] == true);
+  const auto text = format_access_line(e, log_format::text);
+  CHECK(text.find(" calls=pricing:ok:200:0.007ms:cached:42s") != std::string::npos);
+}
+
 TEST_CASE("access log: lines from several threads all reach the output whole at the end", "[access_log]") {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);

@@ -25,12 +25,18 @@ struct config_parts {
   std::string body_template;
   std::string route_path = "path: /a";
   std::string proxy_path = "path_prefix: /p/";
+  std::string server_lines;  // more lines of the server section, indented
+  std::string top_lines;     // top-level lines before `downstreams`
+  std::string route_lines;   // more lines of the aggregate route, indented
+  std::string call_lines;    // more lines of its call, indented
 
   std::string yaml() const {
-    std::string y = "server:\n  listen: 127.0.0.1:0\ndownstreams:\n  d:\n    url: " + url + "\nroutes:\n";
+    std::string y = "server:\n  listen: 127.0.0.1:0\n" + server_lines + top_lines +
+                    "downstreams:\n  d:\n    url: " + url + "\nroutes:\n";
     y += "  - " + route_path + "\n    method: POST\n    params: {role: {}}\n";
     if (!route_headers.empty()) y += "    headers: " + route_headers + "\n";
-    y += "    calls:\n      - name: one\n        downstream: d\n        path: /one\n";
+    y += route_lines;
+    y += "    calls:\n      - name: one\n        downstream: d\n        path: /one\n" + call_lines;
     if (!body_template.empty()) y += "        method: POST\n        body_template: " + body_template + "\n";
     if (!call_headers.empty()) y += "        headers: " + call_headers + "\n";
     y += "  - " + proxy_path + "\n    proxy: {downstream: d}\n";
@@ -186,4 +192,54 @@ TEST_CASE("a '*' in a route path or prefix is refused with what to write instead
     parts.route_path = "path: /files/{rest*}";
     CHECK(loads(parts));
   }
+}
+
+TEST_CASE("a call's body written as a mapping points to body_template", "[config]") {
+  config_parts parts;
+  parts.call_lines = "        method: POST\n        body: {\"id\": \"{role}\"}\n";
+  const auto e = one_error_at(parts, "{\"id\"");
+  CHECK_THAT(e.message, Catch::Contains("call.body: expected a scalar value"));
+  CHECK_THAT(e.message, Catch::Contains("'client'"));
+  CHECK_THAT(e.message, Catch::Contains("use body_template"));
+  parts.call_lines = "        method: POST\n        body_template: {\"id\": \"{role}\"}\n";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("a deadline at the top level says it is set per route", "[config]") {
+  config_parts parts;
+  parts.top_lines = "deadline: 500ms\n";
+  const auto e = one_error_at(parts, "deadline: 500ms");
+  CHECK_THAT(e.message, Catch::Contains("unknown key 'deadline'"));
+  CHECK_THAT(e.message, Catch::Contains("set per route (routes[].deadline)"));
+  parts.top_lines.clear();
+  parts.route_lines = "    deadline: 500ms\n";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("a CORS error names its route, at the value's file:line:column", "[config][cors]") {
+  config_parts parts;
+  parts.route_lines = "    cors: {allow_origins: [shop.example]}\n";
+  const auto e = one_error_at(parts, "[shop.example]");
+  CHECK_THAT(e.message, Catch::Contains("route '/a'.cors.allow_origins"));
+  const auto [line, column] = position_of(parts.yaml(), "[shop.example]");
+  CHECK(format_config_error("t.yaml", e) ==
+        "t.yaml:" + std::to_string(line) + ":" + std::to_string(column) + ": " + e.message);
+  parts.route_lines = "    cors: {allow_origins: ['*'], allow_credentials: true}\n";
+  CHECK_THAT(one_error_at(parts, "true}").message, Catch::Contains("route '/a'.cors.allow_credentials"));
+  parts.route_lines = "    cors: {max_age: 1m}\n";
+  CHECK_THAT(one_error_at(parts, "{max_age").message, Catch::Contains("route '/a'.cors: cors needs"));
+  parts.route_lines = "    cors: {allow_origins: ['https://shop.example']}\n";
+  CHECK(loads(parts));
+}
+
+TEST_CASE("server.error_detail takes full or reason", "[config]") {
+  config_parts parts;
+  parts.server_lines = "  error_detail: verbose\n";
+  const auto e = one_error_at(parts, "verbose");
+  CHECK_THAT(e.message, Catch::Contains("'full' or 'reason'"));
+  parts.server_lines = "  error_detail: reason\n";
+  CHECK(loads(parts));
+  CHECK(load_config_text(parts.yaml(), "t.yaml").config->server.errors == error_detail::reason);
+  parts.server_lines.clear();
+  CHECK(load_config_text(parts.yaml(), "t.yaml").config->server.errors == error_detail::full);
 }

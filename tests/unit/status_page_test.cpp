@@ -6,13 +6,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 using namespace gateway;
 using namespace std::chrono_literals;
 
 namespace {
 
-histogram::snapshot observed(std::initializer_list<std::chrono::nanoseconds> values) {
-  histogram h;
+histogram::snapshot observed(std::initializer_list<std::chrono::nanoseconds> values,
+                             const histogram_bounds& bounds = histogram_bounds::latency()) {
+  histogram h(bounds);
   for (auto v : values) h.observe(v);
   return h.read();
 }
@@ -44,7 +48,60 @@ TEST_CASE("status page: histogram_quantile interpolates within the bucket, as hi
   CHECK(*histogram_quantile(mixed, 0.99) > 0.75);
   CHECK(*histogram_quantile(mixed, 0.99) <= 1.0);
   // Beyond the last bound: the last bound.
-  CHECK(*histogram_quantile(observed({20s}), 0.5) == histogram::bounds.back());
+  CHECK(*histogram_quantile(observed({20s}), 0.5) == histogram_bounds::latency().back());
+}
+
+TEST_CASE("histogram bounds: each deadline adds bounds at d, 1.02 d, 1.05 d and 1.1 d to the latency grid",
+          "[status][metrics]") {
+  const auto& grid = histogram_bounds::latency();
+  CHECK(grid.size() == 16);
+  CHECK(grid[0] == 0.0005);
+  CHECK(grid.back() == 10.0);
+  const auto b = histogram_bounds::with_deadlines({500ms, 800ms});
+  // 0.5 is in the grid already: 3 + 4 new bounds.
+  CHECK(b.size() == 23);
+  for (double v : {0.0005, 0.25, 0.5, 0.51, 0.525, 0.55, 0.75, 0.8, 0.816, 0.84, 0.88, 1.0, 10.0}) {
+    INFO(v);
+    CHECK(std::binary_search(b.begin(), b.end(), v));
+  }
+  CHECK(std::is_sorted(b.begin(), b.end()));
+  CHECK(std::adjacent_find(b.begin(), b.end()) == b.end());
+  CHECK(b.covers(500ms));
+  CHECK(b.covers(800ms));
+  CHECK_FALSE(b.covers(300ms));
+  CHECK(b == histogram_bounds::with_deadlines({500ms, 800ms}));
+  CHECK_FALSE(b == grid);
+  // A bound is inclusive (Prometheus' `le`): 0.51 s exactly is in the bucket of 0.51.
+  CHECK(b.bucket(0.51) == b.bucket(0.505));
+  CHECK(b.bucket(0.5100001) == b.bucket(0.51) + 1);
+  CHECK(b.bucket(11.0) == b.size());
+}
+
+TEST_CASE("histogram bounds: deadlines are taken in order while all four of their bounds fit",
+          "[status][metrics]") {
+  std::vector<std::chrono::microseconds> many;
+  for (int ms = 110; ms <= 190; ms += 10) many.push_back(std::chrono::milliseconds(ms));
+  const auto b = histogram_bounds::with_deadlines(many);
+  CHECK(b.size() <= histogram_bounds::capacity);
+  CHECK(b.covers(110ms));
+  CHECK(b.covers(140ms));  // 16 + 4 * 4 = 32
+  CHECK_FALSE(b.covers(150ms));
+  CHECK_FALSE(b.covers(190ms));
+  // Below a millisecond a deadline adds nothing.
+  CHECK(histogram_bounds::with_deadlines({std::chrono::microseconds(500)}) == histogram_bounds::latency());
+}
+
+TEST_CASE("status page: answers that waited for the deadline give percentiles within 2% with its buckets",
+          "[status][metrics]") {
+  const auto bounds = histogram_bounds::with_deadlines({500ms});
+  const auto at_deadline = observed({501ms, 502ms, 502ms, 503ms, 504ms, 505ms, 506ms, 508ms}, bounds);
+  CHECK(*histogram_quantile(at_deadline, 0.5) == Approx(0.5035).epsilon(0.02));
+  CHECK(*histogram_quantile(at_deadline, 0.99) == Approx(0.508).epsilon(0.02));
+  // With the latency grid alone they sit in (0.5 s, 0.75 s]: the median reads 625 ms.
+  const auto coarse = observed({501ms, 502ms, 502ms, 503ms, 504ms, 505ms, 506ms, 508ms});
+  CHECK(*histogram_quantile(coarse, 0.5) == Approx(0.625));
+  // A difference keeps the bounds of the snapshots.
+  CHECK(histogram_difference(at_deadline, {}).bounds == &bounds);
 }
 
 TEST_CASE("status page: histogram_difference subtracts per bucket and never goes below zero", "[status]") {
