@@ -14,14 +14,15 @@
 #              MOCK_THREADS (default: nproc), BENCH_DB=sqlite (scenario e without PostgreSQL),
 #              BENCH_KEEP=1 (keep the temporary directory with every process's output),
 #              SOAK_SECONDS (120), SOAK_WARMUP (a quarter of it), SOAK_ABORT_RATE (10 per second),
-#              SOAK_SAMPLE (5 s between RSS samples): the soak scenario (--quick: 8 s, 2 s, 10/s, 1 s)
+#              SOAK_SAMPLE (5 s between RSS samples): the soak scenario (--quick: 8 s, 2 s, 10/s, 1 s),
+#              COLDSTART_RUNS (3), COLDSTART_BACKLOG (the mock's listen backlog; default somaxconn)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
 all_scenarios=(a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak)
 
-usage() { sed -n '7,16s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
+usage() { sed -n '7,18s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
 quick=0
 build=1
@@ -681,13 +682,14 @@ scenario_floorb() {
 # coldstart: a gateway started and hit at once by 1000 connections (no warm-up), every downstream healthy
 # (150 ms) with the default connect_timeout (100 ms) and breaker settings: every call opens a connection at
 # first, 6000 at once. Counts degraded answers (a healthy downstream: there must be none) and the circuits
-# that opened. Runs COLDSTART_RUNS times (3; 1 when quick), each with a fresh mock and gateway.
+# that opened. Runs COLDSTART_RUNS times (3; 1 when quick), each with a fresh mock and gateway; the mock
+# listens with the system's largest backlog, or COLDSTART_BACKLOG (511: nginx's default).
 scenario_coldstart() {
   local conns=1000 secs=12 runs=${COLDSTART_RUNS:-3} run opened degraded summary=
   [ $quick -eq 0 ] || { conns=200; secs=3; runs=1; }
   for run in $(seq 1 "$runs"); do
     local name=coldstart-$run
-    start_mock "$name" --delay 150ms
+    start_mock "$name" --delay 150ms ${COLDSTART_BACKLOG:+--backlog "$COLDSTART_BACKLOG"}
     connect_timeout=100ms write_http_config "$work/$name.yaml" 800ms "$conns"
     start_gateway "$name" "$work/$name.yaml"
     measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
@@ -701,7 +703,7 @@ scenario_coldstart() {
     check_target "$name: circuits opened against healthy downstreams" "$opened" "<=" 0
     stop_servers "$name"
   done
-  notes+=("- coldstart: $summary")
+  notes+=("- coldstart (mock backlog ${COLDSTART_BACKLOG:-somaxconn}): $summary")
 }
 
 # hang-breaker: a100's load (100 connections, 150 ms downstreams, 800 ms deadline) with coupon hung from

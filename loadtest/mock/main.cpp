@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     // Declared before the server, whose destructor stops the threads that use it.
     std::optional<mock::path_registry> registry;
     std::optional<mock::tls_server> tls;
-    mock::server server(listen, options->threads);
+    mock::server server(listen, options->threads, options->backlog);
     if (!options->tls.listen.empty()) server.enable_tls(first_tls, tls.emplace(options->tls));
     const auto bound = server.local_endpoints();
     std::vector<unsigned short> ports;

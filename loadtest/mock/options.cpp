@@ -173,9 +173,9 @@ bool apply_profile(const std::string& yaml, mock_options& options, std::string& 
 std::optional<mock_options> parse_command_line(const std::vector<std::string_view>& args,
                                                std::string& error) {
   static constexpr std::string_view known[] = {
-      "--listen",   "--threads", "--delay",         "--path",           "--body",
-      "--seed",     "--profile", "--cache-control", "--record-headers", "--tls-listen",
-      "--tls-cert", "--tls-key", "--tls-client-ca"};
+      "--listen",     "--threads",  "--backlog", "--delay",         "--path",
+      "--body",       "--seed",     "--profile", "--cache-control", "--record-headers",
+      "--tls-listen", "--tls-cert", "--tls-key", "--tls-client-ca"};
   mock_options options;
   std::optional<latency> delay;
   std::vector<path_setting> paths;
@@ -223,6 +223,10 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
       const auto threads = parse_number<unsigned>(value, 1, 256);
       if (!threads) return bad();
       options.threads = *threads;
+    } else if (arg == "--backlog") {
+      const auto backlog = parse_number<unsigned>(value, 1, 65535);
+      if (!backlog) return bad();
+      options.backlog = *backlog;
     } else if (arg == "--delay") {
       delay = parse_latency(value, why);
       if (!delay) return bad();
@@ -279,13 +283,16 @@ std::optional<mock_options> parse_command_line(const std::vector<std::string_vie
 }
 
 std::string usage() {
-  return "usage: mock-downstream [--listen HOST:PORT]... [--threads N] [--delay LATENCY] [--seed N]\n"
+  return "usage: mock-downstream [--listen HOST:PORT]... [--threads N] [--backlog N] [--delay LATENCY] "
+         "[--seed N]\n"
          "                       [--path NAME=MODE[:LATENCY]]... [--body NAME=@FILE]... [--profile FILE]\n"
          "                       [--help]\n"
          "  --listen   address to listen on (default 127.0.0.1:9001; port 0 picks a free port); repeatable:\n"
          "             each listener is one endpoint of the same service, printed in order as\n"
          "             'mock-downstream listening on HOST:PORT'\n"
          "  --threads  worker threads, 1-256 (default 1)\n"
+         "  --backlog  each listener's listen backlog, 1-65535 (default: the system's maximum); e.g. 511,\n"
+         "             nginx's, for a downstream whose accept queue a burst of connects overflows\n"
          "  --delay    delay before answering, for every path without its own (default 0ms)\n"
          "  --seed     seeds which requests land in a latency's tail (default 1): runs repeat\n"
          "  --cache-control VALUE  every answer carries Cache-Control: VALUE (e.g. max-age=60)\n"

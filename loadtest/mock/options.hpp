@@ -37,6 +37,7 @@ struct mock_options {
 
   std::vector<listen_address> listen;  // one endpoint each, in order; never empty after parsing
   unsigned threads = 1;
+  unsigned backlog = 0;  // each listener's listen backlog; 0: the system's maximum (somaxconn)
   latency default_delay;
   std::uint64_t seed = 1;                   // seeds the delay generators of the paths with a tail
   std::string cache_control;                // a Cache-Control field on every answer; empty: none

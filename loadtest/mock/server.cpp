@@ -43,7 +43,7 @@ bool is_resource_exhaustion(const boost::system::error_code& ec) {
 
 }  // namespace
 
-server::server(const std::vector<tcp::endpoint>& listen, unsigned threads) {
+server::server(const std::vector<tcp::endpoint>& listen, unsigned threads, unsigned backlog) {
   for (unsigned i = 0; i < std::max(threads, 1u); ++i) workers_.push_back(std::make_unique<worker>());
   acceptors_.reserve(listen.size());
   for (const auto& address : listen) {
@@ -51,7 +51,7 @@ server::server(const std::vector<tcp::endpoint>& listen, unsigned threads) {
     acceptor.open(address.protocol());
     acceptor.set_option(net::socket_base::reuse_address(true));
     acceptor.bind(address);
-    acceptor.listen(net::socket_base::max_listen_connections);
+    acceptor.listen(backlog == 0 ? net::socket_base::max_listen_connections : static_cast<int>(backlog));
   }
 }
 

@@ -23,7 +23,8 @@ class tls_server;
 
 class server {
  public:
-  server(const std::vector<boost::asio::ip::tcp::endpoint>& listen, unsigned threads);
+  // `backlog`: each listener's listen backlog; 0: the system's maximum.
+  server(const std::vector<boost::asio::ip::tcp::endpoint>& listen, unsigned threads, unsigned backlog = 0);
   server(const server&) = delete;
   server& operator=(const server&) = delete;
   ~server();

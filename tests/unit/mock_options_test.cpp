@@ -64,6 +64,16 @@ TEST_CASE("mock options: --listen may be repeated, one endpoint each, in order",
   CHECK(error.find("at most") != std::string::npos);
 }
 
+TEST_CASE("mock options: --backlog", "[mock]") {
+  CHECK(parsed({}).backlog == 0);  // the system's maximum
+  CHECK(parsed({"--backlog", "511"}).backlog == 511);
+  std::string error;
+  for (std::string_view bad : {"0", "-1", "x", "65536"}) {
+    INFO(bad);
+    CHECK_FALSE(parse({"--backlog", bad}, error));
+  }
+}
+
 TEST_CASE("mock options: --seed", "[mock]") {
   CHECK(parsed({"--seed", "42"}).seed == 42);
   CHECK(parsed({"--seed=18446744073709551615"}).seed == 18446744073709551615ull);
