@@ -23,6 +23,7 @@ struct config_parts {
   std::string call_headers;
   std::string proxy_headers;
   std::string body_template;
+  std::string call_extra;  // lines added to the call, e.g. "        pass_status: [401]\n"
   std::string route_path = "path: /a";
   std::string proxy_path = "path_prefix: /p/";
 
@@ -33,6 +34,7 @@ struct config_parts {
     y += "    calls:\n      - name: one\n        downstream: d\n        path: /one\n";
     if (!body_template.empty()) y += "        method: POST\n        body_template: " + body_template + "\n";
     if (!call_headers.empty()) y += "        headers: " + call_headers + "\n";
+    y += call_extra;
     y += "  - " + proxy_path + "\n    proxy: {downstream: d}\n";
     if (!proxy_headers.empty()) y += "    headers: " + proxy_headers + "\n";
     return y;
@@ -186,4 +188,34 @@ TEST_CASE("a '*' in a route path or prefix is refused with what to write instead
     parts.route_path = "path: /files/{rest*}";
     CHECK(loads(parts));
   }
+}
+
+TEST_CASE("pass_status and pass_headers: statuses outside 400-599, repeats and framing fields are refused",
+          "[config][pass_status]") {
+  config_parts fine;
+  fine.call_extra =
+      "        pass_status: [401, 403, 404, 429, 503]\n        pass_headers: [WWW-Authenticate, Retry-After]\n";
+  CHECK(loads(fine));
+
+  for (const std::string list : {"[401, 399]", "[200]", "[600]", "[401, abc]", "[401, 401]", "[]"}) {
+    INFO(list);
+    config_parts parts;
+    parts.call_extra = "        pass_status: " + list + "\n";
+    const auto e = one_error_at(parts, list);
+    CHECK_THAT(e.message, Catch::Contains("pass_status"));
+  }
+  for (const std::string name :
+       {"Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Trailer", "TE",
+        "Content-Type", "Content-Encoding", "X-Request-Id", "X-Degraded", "Vary", "bad name"}) {
+    INFO(name);
+    config_parts parts;
+    parts.call_extra = "        pass_status: [401]\n        pass_headers: [" + name + "]\n";
+    const auto e = one_error_at(parts, "[" + name + "]");
+    CHECK_THAT(e.message, Catch::Contains(name));
+  }
+  // Fields without a status to pass them with would never reach a client.
+  config_parts alone;
+  alone.call_extra = "        pass_headers: [WWW-Authenticate]\n";
+  const auto e = one_error_at(alone, "[WWW-Authenticate]");
+  CHECK_THAT(e.message, Catch::Contains("pass_status"));
 }
