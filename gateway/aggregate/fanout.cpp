@@ -15,6 +15,14 @@ namespace gateway {
 
 namespace net = boost::asio;
 
+bool passes_to_client(const call_settings& call, const call_result& result) {
+  // Only the attempt of a call that passes statuses keeps such an answer (downstream/http_result.hpp,
+  // passed_answer); any other error of a status kind is one the call does not pass.
+  return result.outcome == call_outcome::error &&
+         (result.error == call_error::status_4xx || result.error == call_error::status_5xx) &&
+         call.pass.passes(result.status);
+}
+
 fanout::~fanout() {
   assert(cancelling_ == 0 && "a fan-out ended inside its own cancel loop");
   memory_budget::release(held_bytes_);
@@ -67,6 +75,7 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   if (request.headers != nullptr) req.headers = request.headers[index].headers;
   req.sql = (*request.targets)[index]->query();
   if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
+  if (!call.pass.empty()) req.pass = &call.pass;
   req.worker = request.worker;
   req.cancel = &cancels_[index];
   return req;
@@ -90,8 +99,17 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   if (request_->series)
     request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
                                 result.label_index(), result.latency);
-  keep_or_serve_stale(index, result, ended);
-  const bool settles = request_->route->calls[index].required && !result.has_body();
+  const auto& call = request_->route->calls[index];
+  // A passed answer is the downstream's word, never replaced by a stale one; one whose call is listed
+  // before every other that passed is the one that may decide the answer.
+  const bool passed = request_->route->passes_status && passes_to_client(call, result);
+  if (passed) {
+    first_pass_ = std::min(first_pass_, index);
+  } else {
+    keep_or_serve_stale(index, result, ended);
+  }
+  // A call listed after a passed answer cannot decide (it was cancelled for that reason, or is too late).
+  const bool settles = !passed && call.required && !result.has_body() && index < first_pass_;
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.
   const auto bytes = result.body.text.capacity();
   memory_budget::force_charge(bytes);
@@ -100,9 +118,13 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   finished_[index] = 1;
   if (--pending_ != 0) {
     // A failed required call decides the answer (502/504): run() cancels the others and answers now,
-    // instead of waiting for the deadline. Woken like the last call (see below).
-    if (!settles || settling_) return;
-    settling_ = true;
+    // instead of waiting for the deadline. While a passed answer waits for the calls listed before it,
+    // run() looks at every call's end (this may be the last of them). Woken like the last call (see below).
+    if (settles && !settling_) {
+      settling_ = true;
+    } else if (first_pass_ == npos || settling_) {
+      return;
+    }
   }
   // The last call: run() may go on to end the request and destroy this fan-out. Resumed here only when
   // the caller is a call's completion that touches nothing afterwards; inside cancel()'s loop, deferred.
@@ -133,6 +155,21 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
     result.outcome = call_outcome::stale;
     result.detail = "stale";
   }
+}
+
+// A passed answer waits for the calls listed before it (true once they have all finished: the answer is
+// decided); the calls listed after it are cancelled now.
+bool fanout::settle_passed() {
+  const auto n = finished_.size();
+  ++cancelling_;  // a call may finish in its cancel hook: wake-ups of run() are deferred meanwhile
+  for (std::size_t i = first_pass_ + 1; i < n; ++i) {
+    if (!finished_[i]) cancels_[i].request_cancel(cancel_reason::settled);
+  }
+  --cancelling_;
+  for (std::size_t i = 0; i < first_pass_; ++i) {
+    if (!finished_[i]) return false;
+  }
+  return true;
 }
 
 void fanout::wait_until(clock::time_point due) {
@@ -237,6 +274,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
 
   request_ = &request;
   settling_ = false;
+  first_pass_ = npos;
   // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
   // the calls already started have been cancelled and have finished: they point at this fan-out.
   std::exception_ptr start_failure;
@@ -267,6 +305,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     wake_.wait(yield);
     if (pending_ == 0) break;
+    if (!settling_ && first_pass_ != npos) settling_ = settle_passed();
     if (settling_) {
       cancel(cancel_reason::settled);
       continue;

@@ -1,5 +1,14 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
+// The answer may be decided before every call has finished, and the calls it no longer needs are then
+// cancelled (their results: cancelled):
+// - a failed required call decides it at once (a 502, 503 or 504);
+// - an answer a call passes to the client (passes_to_client) decides it once every call listed before
+//   it has finished, and the calls listed after it are cancelled as soon as it arrives. So among the
+//   calls that pass an answer, the first in the route's order wins, whichever arrives first: the same
+//   answers from the downstreams always give the client the same answer, and a route lists first the
+//   call whose word should count (an authorising call, say). Waiting only for the calls listed before it
+//   costs no more than the slowest of them (at most until their deadline), and none after it.
 // A downstream's circuit breaker is asked before its call starts (an open one: the call ends at once as
 // circuit_open) and told the outcome when it finishes.
 // Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
@@ -30,6 +39,10 @@
 #include <vector>
 
 namespace gateway {
+
+// Whether `result` is an answer `call` passes to the client (its pass_status lists the status it came
+// with): then the client's whole answer.
+bool passes_to_client(const call_settings& call, const call_result& result);
 
 // A call's own header fields (call_request::headers).
 struct call_header_fields {
@@ -62,7 +75,7 @@ class fanout final : private call_sink {
   ~fanout();
 
   // Rethrows (std::bad_alloc) when a call could not be started, after the started ones have finished.
-  // Once a required call has failed, the other calls are cancelled (their results: cancelled).
+  // Once the answer is decided (see above), the calls it no longer needs are cancelled.
   std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
 
   // Cancels every unfinished call (from the same executor, e.g. when the client disconnects).
@@ -73,6 +86,7 @@ class fanout final : private call_sink {
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
+  bool settle_passed();
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
@@ -97,7 +111,10 @@ class fanout final : private call_sink {
   cancel_reason cancelled_ = cancel_reason::none;
   unsigned cancelling_ = 0;     // inside a loop that cancels calls: wake-ups of run() are deferred
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
-  bool settling_ = false;       // a required call failed: the others are cancelled, the answer is decided
+  bool settling_ = false;       // the answer is decided: the calls still running are cancelled
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  // The first call in the route's order that passed its answer to the client; npos: none (yet).
+  std::size_t first_pass_ = npos;
 };
 
 }  // namespace gateway

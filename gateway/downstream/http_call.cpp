@@ -33,7 +33,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       started_(request.now),
       idempotent_(request.idempotent),
       coalesce_key_(std::move(lead)),
-      answer_fields_(request.answer_fields),
+      keep_{request.answer_fields, request.pass},
       trace_(request.trace) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
@@ -107,7 +107,7 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
   ticket_[slot] = choice.ticket;
   const auto head = trace_ == nullptr ? head_ : traced_head(slot, now, *endpoint, hedge);
   live_[slot] = http_attempt::create(*this, slot, head, endpoint->pool, lane_.settings().max_response_bytes,
-                                     answer_fields_, deadline_, now);
+                                     keep_, deadline_, now);
   return launched::yes;
 }
 

@@ -86,12 +86,12 @@ class http_call {
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];
-  std::string coalesce_key_;  // the share_key() of the calls it leads (call_coalescer); empty: none
-  const response_header_policy* answer_fields_;  // call_request::answer_fields (in the configuration)
-  call_trace* trace_;                            // call_request::trace until the report; null: untraced
-  std::size_t traceparent_at_ = 0;               // traced: where the head's traceparent value starts
-  std::string traced_head_;                      // traced: the head of an attempt in slot 1
-  std::array<std::size_t, 2> attempt_span_{};    // traced: the span of the attempt in each slot
+  std::string coalesce_key_;        // the share_key() of the calls it leads (call_coalescer); empty: none
+  answer_capture keep_;             // call_request::answer_fields and ::pass (in the configuration)
+  call_trace* trace_;               // call_request::trace until the report; null: untraced
+  std::size_t traceparent_at_ = 0;  // traced: where the head's traceparent value starts
+  std::string traced_head_;         // traced: the head of an attempt in slot 1
+  std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in each slot
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes

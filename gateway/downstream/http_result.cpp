@@ -28,6 +28,13 @@ call_result answer_result(unsigned status, std::string&& body, std::uint32_t fre
   return result;
 }
 
+call_result passed_answer(unsigned status, std::string&& body) {
+  auto result = answer_result(status, std::string());
+  if (!parse_json_object(std::move(body), result.body)) result.body = json_object_text{};
+  result.detail = "status passed";
+  return result;
+}
+
 const char* decode_body(content_coding coding, std::string& body, std::size_t max_bytes) {
   if (coding == content_coding::unknown) return "unknown content coding";
   std::string decoded;

@@ -24,6 +24,11 @@ const char* decode_body(content_coding coding, std::string& body, std::size_t ma
 // decode_body()'s reason when the decoded body would exceed its bound.
 inline constexpr const char* decoded_too_large = "decoded body too large";
 
+// An answer whose status the call passes to the client (call_request::pass): an error of its status's
+// kind, as for any status that is not 2xx, that keeps the body when it is a JSON object (else body.text
+// stays empty) for the client's answer.
+call_result passed_answer(unsigned status, std::string&& body);
+
 // A 2xx answer whose body could not be used before it was judged (`why`: from decode_body), a failure of
 // kind `kind`.
 call_result unusable_answer(unsigned status, const char* why, call_error kind);

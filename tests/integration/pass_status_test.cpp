@@ -32,8 +32,9 @@ class answers {
   void set(const std::string& path, unsigned status, const std::string& fields, const std::string& body,
            std::chrono::milliseconds pause = 0ms) {
     std::lock_guard lock(mutex_);
-    std::string bytes = "HTTP/1.1 " + std::to_string(status) + " Answer\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n" + fields + "\r\n" + body;
+    std::string bytes = "HTTP/1.1 " + std::to_string(status) +
+                        " Answer\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + fields +
+                        "\r\n" + body;
     by_path_[path] = {std::move(bytes), pause};
   }
 
@@ -42,7 +43,8 @@ class answers {
       std::lock_guard lock(mutex_);
       const auto found = by_path_.find(r.target);
       if (found != by_path_.end()) return {found->second};
-      return {{"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"}};
+      return {
+          {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"}};
     };
   }
 
@@ -58,7 +60,8 @@ const std::string www_authenticate = R"(Bearer realm="shop", error="invalid_toke
 // One route /api/price with a call `price` (downstream d) that passes 401, 403 and 503 with
 // WWW-Authenticate and Retry-After, and an optional call `stock` (downstream s, the same server, so that
 // its answers do not count in d's circuit) that passes nothing.
-std::string price_config(const scripted_downstream& d, bool required, const std::string& downstream_extra = "") {
+std::string price_config(const scripted_downstream& d, bool required,
+                         const std::string& downstream_extra = "") {
   return "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  d:\n    url: " + d.url() +
          "\n    retry: {attempts: 1}\n" + downstream_extra + "  s:\n    url: " + d.url() + R"(
 routes:
@@ -103,7 +106,8 @@ TEST_CASE("pass_status: a required call's 401 reaches the client with its body a
   const auto r = http_get(gw.port(), "/api/price");
   check_passed_401(r);
   // The access log names the passed status, for the request and for its call.
-  const std::regex line(R"re("path":"/api/price".*"status":401.*"calls":\[\{"name":"price","outcome":"status_4xx","status":401)re");
+  const std::regex line(
+      R"re("path":"/api/price".*"status":401.*"calls":\[\{"name":"price","outcome":"status_4xx","status":401)re");
   CHECK(gw.process().wait_for_line(line, 2000ms).has_value());
 }
 
@@ -156,8 +160,9 @@ TEST_CASE("pass_status: among calls that pass, the first listed decides and late
   a.set("/second", 401, json_type + "WWW-Authenticate: Basic\r\n", bad_token);
   a.set("/third", 200, json_type, R"({"late":true})", 2500ms);
   scripted_downstream d(a.script());
-  const std::string config = "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  d:\n    url: " +
-                             d.url() + "\n    retry: {attempts: 1}\n" + R"(routes:
+  const std::string config =
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  d:\n    url: " + d.url() +
+      "\n    retry: {attempts: 1}\n" + R"(routes:
   - path: /api/two
     response: object
     deadline: 3s
@@ -196,8 +201,8 @@ TEST_CASE("pass_status: passed 401s never open the circuit, passed 503s count as
   answers a;
   a.set("/price", 401, json_type + "WWW-Authenticate: Basic\r\n", bad_token);
   scripted_downstream d(a.script());
-  gateway_process gw(
-      price_config(d, false, "    circuit_breaker: {consecutive_failures: 3, min_calls: 1000, cooldown: 30s}\n"));
+  gateway_process gw(price_config(
+      d, false, "    circuit_breaker: {consecutive_failures: 3, min_calls: 1000, cooldown: 30s}\n"));
   for (int i = 0; i < 6; ++i) {
     INFO("request " << i);
     CHECK(http_get(gw.port(), "/api/price").status == 401);

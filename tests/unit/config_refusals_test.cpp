@@ -194,10 +194,11 @@ TEST_CASE("pass_status and pass_headers: statuses outside 400-599, repeats and f
           "[config][pass_status]") {
   config_parts fine;
   fine.call_extra =
-      "        pass_status: [401, 403, 404, 429, 503]\n        pass_headers: [WWW-Authenticate, Retry-After]\n";
+      "        pass_status: [401, 403, 404, 429, 503]\n        pass_headers: [WWW-Authenticate, "
+      "Retry-After]\n";
   CHECK(loads(fine));
 
-  for (const std::string list : {"[401, 399]", "[200]", "[600]", "[401, abc]", "[401, 401]", "[]"}) {
+  for (const std::string list : {"[401, 399]", "[200]", "[600]", "[401, abc]", "[401, 401]"}) {
     INFO(list);
     config_parts parts;
     parts.call_extra = "        pass_status: " + list + "\n";
