@@ -100,16 +100,13 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
                                 result.label_index(), result.latency);
   const auto& call = request_->route->calls[index];
-  // A passed answer is the downstream's word, never replaced by a stale one; one whose call is listed
-  // before every other that passed is the one that may decide the answer.
+  // A passed answer is the downstream's word, never replaced by a stale one.
   const bool passed = request_->route->passes_status && passes_to_client(call, result);
-  if (passed) {
-    first_pass_ = std::min(first_pass_, index);
-  } else {
-    keep_or_serve_stale(index, result, ended);
+  if (!passed) keep_or_serve_stale(index, result, ended);
+  if ((passed || (call.required && !result.has_body())) && index < decider_) {
+    decider_ = index;
+    decided_by_pass_ = passed;
   }
-  // A call listed after a passed answer cannot decide (it was cancelled for that reason, or is too late).
-  const bool settles = !passed && call.required && !result.has_body() && index < first_pass_;
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.
   const auto bytes = result.body.text.capacity();
   memory_budget::force_charge(bytes);
@@ -117,14 +114,10 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   results_[index] = std::move(result);
   finished_[index] = 1;
   if (--pending_ != 0) {
-    // A failed required call decides the answer (502/504): run() cancels the others and answers now,
-    // instead of waiting for the deadline. While a passed answer waits for the calls listed before it,
-    // run() looks at every call's end (this may be the last of them). Woken like the last call (see below).
-    if (settles && !settling_) {
-      settling_ = true;
-    } else if (first_pass_ == npos || settling_) {
-      return;
-    }
+    // Once a call decides the answer, run() cancels what the answer no longer needs and answers as soon
+    // as nothing listed before the deciding call could still decide, instead of waiting for the deadline;
+    // it looks again at every call's end until then. Woken like the last call (see below).
+    if (decider_ == npos || settling_) return;
   }
   // The last call: run() may go on to end the request and destroy this fan-out. Resumed here only when
   // the caller is a call's completion that touches nothing afterwards; inside cancel()'s loop, deferred.
@@ -157,19 +150,24 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
   }
 }
 
-// A passed answer waits for the calls listed before it (true once they have all finished: the answer is
-// decided); the calls listed after it are cancelled now.
-bool fanout::settle_passed() {
-  const auto n = finished_.size();
+// A call decides the answer (decider_): the calls still running that could decide before it (listed
+// before it, and passing statuses, or required while a passed answer decides) are waited for, every
+// other is cancelled now. True when none is waited for: the answer is decided.
+bool fanout::settle_decided() {
+  const auto& calls = request_->route->calls;
+  bool waiting = false;
   ++cancelling_;  // a call may finish in its cancel hook: wake-ups of run() are deferred meanwhile
-  for (std::size_t i = first_pass_ + 1; i < n; ++i) {
-    if (!finished_[i]) cancels_[i].request_cancel(cancel_reason::settled);
+  // decider_ only moves earlier, also inside this loop (a required call cancelled here decides then).
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (finished_[i]) continue;
+    if (i < decider_ && (!calls[i].pass.empty() || (calls[i].required && decided_by_pass_))) {
+      waiting = true;
+      continue;
+    }
+    cancels_[i].request_cancel(cancel_reason::settled);
   }
   --cancelling_;
-  for (std::size_t i = 0; i < first_pass_; ++i) {
-    if (!finished_[i]) return false;
-  }
-  return true;
+  return !waiting;
 }
 
 void fanout::wait_until(clock::time_point due) {
@@ -274,7 +272,8 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
 
   request_ = &request;
   settling_ = false;
-  first_pass_ = npos;
+  decider_ = npos;
+  decided_by_pass_ = false;
   // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
   // the calls already started have been cancelled and have finished: they point at this fan-out.
   std::exception_ptr start_failure;
@@ -305,7 +304,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     wake_.wait(yield);
     if (pending_ == 0) break;
-    if (!settling_ && first_pass_ != npos) settling_ = settle_passed();
+    if (!settling_ && decider_ != npos) settling_ = settle_decided();
     if (settling_) {
       cancel(cancel_reason::settled);
       continue;

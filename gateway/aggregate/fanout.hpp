@@ -1,14 +1,14 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
-// The answer may be decided before every call has finished, and the calls it no longer needs are then
-// cancelled (their results: cancelled):
-// - a failed required call decides it at once (a 502, 503 or 504);
-// - an answer a call passes to the client (passes_to_client) decides it once every call listed before
-//   it has finished, and the calls listed after it are cancelled as soon as it arrives. So among the
-//   calls that pass an answer, the first in the route's order wins, whichever arrives first: the same
-//   answers from the downstreams always give the client the same answer, and a route lists first the
-//   call whose word should count (an authorising call, say). Waiting only for the calls listed before it
-//   costs no more than the slowest of them (at most until their deadline), and none after it.
+// The answer may be decided before every call has finished, by the first call in the route's order that
+// passed its answer to the client (passes_to_client) or is required and failed (a 502, 503 or 504):
+// whichever arrives first, the same answers from the downstreams give the client the same answer, and a
+// route lists first the call whose word should count (an authorising call, say). Once a call decides,
+// the fan-out waits only for the calls listed before it that could still decide before it: those that
+// pass statuses, and, before a passed answer, the required ones. Every other call still running is
+// cancelled at once (its result: cancelled), as every call after the deciding one is. So a route without
+// pass_status settles at once on a failed required call, as it always did, and a passed answer costs at
+// most the wait for those few calls listed before it (at most until their deadline).
 // A downstream's circuit breaker is asked before its call starts (an open one: the call ends at once as
 // circuit_open) and told the outcome when it finishes.
 // Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
@@ -86,7 +86,7 @@ class fanout final : private call_sink {
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
-  bool settle_passed();
+  bool settle_decided();
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
@@ -113,8 +113,9 @@ class fanout final : private call_sink {
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
   bool settling_ = false;       // the answer is decided: the calls still running are cancelled
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-  // The first call in the route's order that passed its answer to the client; npos: none (yet).
-  std::size_t first_pass_ = npos;
+  // The first call in the route's order that decides the answer so far (see above); npos: none (yet).
+  std::size_t decider_ = npos;
+  bool decided_by_pass_ = false;  // decider_ passed its answer (else: a required call that failed)
 };
 
 }  // namespace gateway

@@ -362,7 +362,8 @@ outbound_response request_handler::route_request(const inbound_request& request,
     }
 
     // The first call in the route's order that decides the answer: one that passed its answer (pass_status),
-    // or a required call that failed (the fan-out waited for the calls listed before a passed answer).
+    // or a required call that failed (the fan-out waited for the calls listed before it that could decide
+    // first, and cancelled the others).
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (passed(i)) {
         auto r = passed_response(route.calls[i], results[i], std::move(request_id));

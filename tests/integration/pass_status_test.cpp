@@ -196,6 +196,54 @@ TEST_CASE("pass_status: among calls that pass, the first listed decides and late
   CHECK(took < 1500ms);
 }
 
+TEST_CASE(
+    "pass_status: a call that passes decides before a required call listed after it whatever comes first",
+    "[pass_status]") {
+  answers a;
+  a.set("/auth", 401, json_type + "WWW-Authenticate: Basic\r\n", bad_token, 300ms);
+  a.set("/broken", 500, json_type, R"({"error":"boom"})");
+  a.set("/slow", 200, json_type, R"({"late":true})", 2500ms);
+  scripted_downstream d(a.script());
+  const std::string config =
+      "server:\n  listen: 127.0.0.1:0\n  threads: 1\ndownstreams:\n  d:\n    url: " + d.url() +
+      "\n    retry: {attempts: 1}\n" + R"(routes:
+  - path: /api/order
+    response: object
+    deadline: 3s
+    calls:
+      - {name: auth, downstream: d, path: /auth, pass_status: [401]}
+      - {name: broken, downstream: d, path: /broken, required: true}
+  - path: /api/late
+    response: object
+    deadline: 3s
+    calls:
+      - {name: slow, downstream: d, path: /slow}
+      - {name: auth, downstream: d, path: /auth, pass_status: [401]}
+)";
+  gateway_process gw(config);
+  // The required call fails at once, but the call listed before it may still pass its answer: it is
+  // waited for, and its 401 decides.
+  auto start = steady::now();
+  auto r = http_get(gw.port(), "/api/order");
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  INFO("answered in " << took.count() << " ms");
+  CHECK(r.status == 401);
+  CHECK(r.body == bad_token);
+  CHECK(took >= 250ms);
+  // An optional call without pass_status listed first cannot decide: it is cancelled, not waited for.
+  start = steady::now();
+  r = http_get(gw.port(), "/api/late");
+  took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  INFO("answered in " << took.count() << " ms");
+  CHECK(r.status == 401);
+  CHECK(took < 1500ms);
+  // The auth call answers well: the required call's failure decides (502).
+  a.set("/auth", 200, json_type, R"({"user":"u1"})");
+  r = http_get(gw.port(), "/api/order");
+  CHECK(r.status == 502);
+  CHECK_THAT(r.body, Catch::Contains("required call 'broken' failed"));
+}
+
 TEST_CASE("pass_status: passed 401s never open the circuit, passed 503s count as failures",
           "[pass_status][breaker]") {
   answers a;
