@@ -4,6 +4,7 @@
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/call_trace.hpp"
+#include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/share_key.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,11 +17,7 @@ namespace gateway {
 namespace net = boost::asio;
 
 bool passes_to_client(const call_settings& call, const call_result& result) {
-  // Only the attempt of a call that passes statuses keeps such an answer (downstream/http_result.hpp,
-  // passed_answer); any other error of a status kind is one the call does not pass.
-  return result.outcome == call_outcome::error &&
-         (result.error == call_error::status_4xx || result.error == call_error::status_5xx) &&
-         call.pass.passes(result.status);
+  return is_passed_answer(call.pass, result);
 }
 
 fanout::~fanout() {

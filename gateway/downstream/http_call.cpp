@@ -160,7 +160,9 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
       return arm_timer(timer_use::backoff, due);
     }
   }
-  if (other_live) return;  // the other attempt may still answer; its report decides
+  // The other attempt may still answer; its report decides. An answer the call passes to the client is
+  // the downstream's word, as a good one is: it wins at once, and the other attempt is cancelled.
+  if (other_live && (keep_.pass == nullptr || !is_passed_answer(*keep_.pass, r.result))) return;
   report(std::move(r.result), r.ended);
 }
 

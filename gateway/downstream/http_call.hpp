@@ -7,9 +7,9 @@
 //   budget allows;
 // - a hedge, when the first attempt has not answered after the hedge delay and the lane's hedge budget
 //   allows (hedge_settings; off by default; idempotent calls only).
-// The first good answer wins: it is reported at once and the other attempt is cancelled (its socket
-// closed). Otherwise the failure of the attempt that ended last is reported, once no attempt is left and
-// no retry follows.
+// The first good answer, or answer the call passes to the client (call_request::pass), wins: it is
+// reported at once and the other attempt is cancelled (its socket closed). Otherwise the failure of the
+// attempt that ended last is reported, once no attempt is left and no retry follows.
 //
 // States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
 // lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -274,6 +275,33 @@ TEST_CASE("pass_status: passed 401s never open the circuit, passed 503s count as
   r = http_get(gw.port(), "/api/price");
   CHECK(r.status == 200);
   CHECK(r.degraded_reason("price") == "circuit_open");
+}
+
+TEST_CASE("pass_status: a passed answer wins at once over a hedged attempt still in flight",
+          "[pass_status][hedge]") {
+  // The first attempt of the price call answers 401 after 150 ms; its hedge, sent after 50 ms, never does.
+  std::atomic<int> price_asked{0};
+  scripted_downstream d([&](const scripted_downstream::request& r)
+                            -> std::vector<scripted_downstream::piece> {
+    if (r.target != "/price")
+      return {
+          {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"}};
+    if (price_asked++ == 0) {
+      return {{"HTTP/1.1 401 Unauthorized\r\n" + json_type +
+                   "Content-Length: " + std::to_string(bad_token.size()) + "\r\n\r\n" + bad_token,
+               150ms}};
+    }
+    return {{"", 2800ms}};
+  });
+  gateway_process gw(price_config(d, true, "    hedge: {delay: 50ms, budget_percent: 100}\n"));
+  const auto start = steady::now();
+  const auto r = http_get(gw.port(), "/api/price");
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  INFO("answered in " << took.count() << " ms");
+  CHECK(r.status == 401);
+  CHECK(r.body == bad_token);
+  CHECK(price_asked == 2);  // the hedge went out
+  CHECK(took < 1500ms);     // not when the hedge gave up, nor at the deadline (3 s)
 }
 
 TEST_CASE("pass_status: a passed answer is never replaced by a stale one", "[pass_status][stale]") {
