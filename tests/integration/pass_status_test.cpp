@@ -1,8 +1,10 @@
 // A call's pass_status: a listed status from its downstream becomes the client's answer (the status, the
 // downstream's JSON body or the gateway's JSON error, and the fields pass_headers names), for required and
-// optional calls alike; a status not listed still falls back; the first listed call among those that pass
-// decides; a passed 4xx never opens the circuit, a passed 5xx counts as a failure; a stale answer never
-// replaces a passed one. Against the real gateway and a scripted downstream.
+// optional calls alike; a status not listed still falls back; the first call in the route's order that
+// passes its answer (or is required and failed) decides, waiting only for the calls listed before it that
+// could decide first; a passed answer wins over a hedge in flight; a passed 4xx never opens the circuit,
+// a passed 5xx counts as a failure; a stale answer never replaces a passed one. Against the real gateway
+// and a scripted downstream.
 
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/http_client.hpp"
