@@ -1,12 +1,11 @@
 #include "gateway/aggregate/fanout.hpp"
 
-#include "gateway/downstream/failure_rule.hpp"
-
 #include "gateway/aggregate/answer_fields.hpp"
 #include "gateway/core/memory_budget.hpp"
 #include "gateway/core/stack_cache.hpp"
 #include "gateway/downstream/call_trace.hpp"
 #include "gateway/downstream/failure_rule.hpp"
+#include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/share_key.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,6 +16,10 @@
 namespace gateway {
 
 namespace net = boost::asio;
+
+bool passes_to_client(const call_settings& call, const call_result& result) {
+  return is_passed_answer(call.pass, result);
+}
 
 fanout::~fanout() {
   assert(cancelling_ == 0 && "a fan-out ended inside its own cancel loop");
@@ -70,6 +73,7 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   if (request.headers != nullptr) req.headers = request.headers[index].headers;
   req.sql = (*request.targets)[index]->query();
   if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
+  if (!call.pass.empty()) req.pass = &call.pass;
   req.worker = request.worker;
   req.cancel = &cancels_[index];
   return req;
@@ -93,8 +97,14 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   if (request_->series)
     request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
                                 result.label_index(), result.latency);
-  keep_or_serve_stale(index, result, ended);
-  const bool settles = request_->route->calls[index].required && !result.has_body();
+  const auto& call = request_->route->calls[index];
+  // A passed answer is the downstream's word, never replaced by a stale one.
+  const bool passed = request_->route->passes_status && passes_to_client(call, result);
+  if (!passed) keep_or_serve_stale(index, result, ended);
+  if ((passed || (call.required && !result.has_body())) && index < decider_) {
+    decider_ = index;
+    decided_by_pass_ = passed;
+  }
   // Held until the answer is merged (this fan-out's end), against the process's memory budget.
   const auto bytes = result.body.text.capacity();
   memory_budget::force_charge(bytes);
@@ -102,10 +112,10 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   results_[index] = std::move(result);
   finished_[index] = 1;
   if (--pending_ != 0) {
-    // A failed required call decides the answer (502/504): run() cancels the others and answers now,
-    // instead of waiting for the deadline. Woken like the last call (see below).
-    if (!settles || settling_) return;
-    settling_ = true;
+    // Once a call decides the answer, run() cancels what the answer no longer needs and answers as soon
+    // as nothing listed before the deciding call could still decide, instead of waiting for the deadline;
+    // it looks again at every call's end until then. Woken like the last call (see below).
+    if (decider_ == npos || settling_) return;
   }
   // The last call: run() may go on to end the request and destroy this fan-out. Resumed here only when
   // the caller is a call's completion that touches nothing afterwards; inside cancel()'s loop, deferred.
@@ -138,6 +148,26 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
     result.outcome = call_outcome::stale;
     result.detail = "stale";
   }
+}
+
+// A call decides the answer (decider_): the calls still running that could decide before it (listed
+// before it, and passing statuses, or required while a passed answer decides) are waited for, every
+// other is cancelled now. True when none is waited for: the answer is decided.
+bool fanout::settle_decided() {
+  const auto& calls = request_->route->calls;
+  bool waiting = false;
+  ++cancelling_;  // a call may finish in its cancel hook: wake-ups of run() are deferred meanwhile
+  // decider_ only moves earlier, also inside this loop (a required call cancelled here decides then).
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (finished_[i]) continue;
+    if (i < decider_ && (!calls[i].pass.empty() || (calls[i].required && decided_by_pass_))) {
+      waiting = true;
+      continue;
+    }
+    cancels_[i].request_cancel(cancel_reason::settled);
+  }
+  --cancelling_;
+  return !waiting;
 }
 
 void fanout::wait_until(clock::time_point due) {
@@ -243,6 +273,8 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
 
   request_ = &request;
   settling_ = false;
+  decider_ = npos;
+  decided_by_pass_ = false;
   // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
   // the calls already started have been cancelled and have finished: they point at this fan-out.
   std::exception_ptr start_failure;
@@ -273,6 +305,7 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     wake_.wait(yield);
     if (pending_ == 0) break;
+    if (!settling_ && decider_ != npos) settling_ = settle_decided();
     if (settling_) {
       cancel(cancel_reason::settled);
       continue;

@@ -1,5 +1,14 @@
 #pragma once
 // Runs all calls of one request at once under the request's absolute deadline.
+// The answer may be decided before every call has finished, by the first call in the route's order that
+// passed its answer to the client (passes_to_client) or is required and failed (a 502, 503 or 504):
+// whichever arrives first, the same answers from the downstreams give the client the same answer, and a
+// route lists first the call whose word should count (an authorising call, say). Once a call decides,
+// the fan-out waits only for the calls listed before it that could still decide before it: those that
+// pass statuses, and, before a passed answer, the required ones. Every other call still running is
+// cancelled at once (its result: cancelled), as every call after the deciding one is. So a route without
+// pass_status settles at once on a failed required call, as it always did, and a passed answer costs at
+// most the wait for those few calls listed before it (at most until their deadline).
 // A downstream's circuit breaker is asked before its call starts (an open one: the call ends at once as
 // circuit_open) and told the outcome when it finishes.
 // Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
@@ -30,6 +39,10 @@
 #include <vector>
 
 namespace gateway {
+
+// Whether `result` is an answer `call` passes to the client (its pass_status lists the status it came
+// with): then the client's whole answer.
+bool passes_to_client(const call_settings& call, const call_result& result);
 
 // A call's own header fields (call_request::headers).
 struct call_header_fields {
@@ -62,7 +75,7 @@ class fanout final : private call_sink {
   ~fanout();
 
   // Rethrows (std::bad_alloc) when a call could not be started, after the started ones have finished.
-  // Once a required call has failed, the other calls are cancelled (their results: cancelled).
+  // Once the answer is decided (see above), the calls it no longer needs are cancelled.
   std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
 
   // Cancels every unfinished call (from the same executor, e.g. when the client disconnects).
@@ -73,6 +86,7 @@ class fanout final : private call_sink {
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
+  bool settle_decided();
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
@@ -97,7 +111,11 @@ class fanout final : private call_sink {
   cancel_reason cancelled_ = cancel_reason::none;
   unsigned cancelling_ = 0;     // inside a loop that cancels calls: wake-ups of run() are deferred
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
-  bool settling_ = false;       // a required call failed: the others are cancelled, the answer is decided
+  bool settling_ = false;       // the answer is decided: the calls still running are cancelled
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  // The first call in the route's order that decides the answer so far (see above); npos: none (yet).
+  std::size_t decider_ = npos;
+  bool decided_by_pass_ = false;  // decider_ passed its answer (else: a required call that failed)
 };
 
 }  // namespace gateway

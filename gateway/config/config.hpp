@@ -367,6 +367,23 @@ struct response_header_policy {
   bool empty() const { return forward.empty() && set_cookie.empty() && !cache_control; }
 };
 
+// Statuses of a call's answer that become the client's whole answer (`pass_status`, 400-599, each once):
+// the status, the answer's body when it is a JSON object (else the gateway's JSON error), and the fields
+// of the answer `pass_headers` names (`fields.forward`; framing, hop-by-hop and the gateway's own fields
+// are refused at load). Empty for most calls: then nothing is checked per answer.
+struct passed_answer_policy {
+  std::vector<unsigned> statuses;
+  response_header_policy fields;
+
+  bool empty() const { return statuses.empty(); }
+  bool passes(unsigned status) const {
+    for (const auto s : statuses) {
+      if (s == status) return true;
+    }
+    return false;
+  }
+};
+
 struct call_settings {
   std::string name;
   std::string downstream;
@@ -385,6 +402,7 @@ struct call_settings {
   header_policy effective_headers;          // the route's with the call's applied: what its requests carry
   response_header_policy response_headers;  // as written for the call (adds to the route's)
   response_header_policy effective_response_headers;  // the route's and the call's together
+  passed_answer_policy pass;                          // http calls only
 };
 
 // Cross-origin requests to a route (browsers): which origins ("*": any) may read its answers, which
@@ -432,6 +450,8 @@ struct route_settings {
   // Some call passes answer fields on (a call's effective_response_headers is not empty): only then does
   // a request of the route combine them.
   bool passes_response_headers = false;
+  // Some call passes statuses to the client (a call's `pass` is not empty): only then are results checked.
+  bool passes_status = false;
   bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
   std::optional<proxy_settings> proxy;  // a pass-through route: no calls

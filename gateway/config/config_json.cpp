@@ -166,6 +166,12 @@ nlohmann::json route_json(const route_settings& r) {
     if (!c.effective_headers.empty()) call["headers"] = headers_json(c.effective_headers);
     if (!c.effective_response_headers.empty())
       call["response_headers"] = response_headers_json(c.effective_response_headers);
+    if (!c.pass.empty()) {
+      call["pass_status"] = c.pass.statuses;
+      auto names = c.pass.fields.forward;
+      if (c.pass.fields.cache_control) names.emplace_back("Cache-Control");
+      if (!names.empty()) call["pass_headers"] = std::move(names);
+    }
     call["fallback"] = nlohmann::json::parse("{" + c.fallback_members + "}");
     j["calls"].push_back(std::move(call));
   }

@@ -52,6 +52,8 @@ void read_response_header_policy(config_parse_state& state, const YAML::Node& no
 response_header_policy effective_response_policy(const response_header_policy& route,
                                                  const response_header_policy& call);
 class yaml_reader;
+// A call's `pass_status` and `pass_headers` (response_header_sections.cpp), from the call's reader.
+void read_passed_answer(yaml_reader& r, passed_answer_policy& out);
 void read_forwarding(yaml_reader& r, server_settings& s);
 
 // downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL.

@@ -1,5 +1,6 @@
 // A `response_headers` section of a route or a call (response_header_policy), and a call's effective
-// policy: which fields of the calls' answers reach the client's answer.
+// policy: which fields of the calls' answers reach the client's answer; a call's `pass_status` and
+// `pass_headers` (passed_answer_policy): the answers that become the client's whole answer.
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/yaml_reader.hpp"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 namespace gateway {
 
@@ -56,6 +58,26 @@ std::string forward_problem(std::string_view name) {
   return {};
 }
 
+// The fields of a passed answer the gateway writes itself (the client's answer is the gateway's message:
+// its own type, coding and ids), besides the framing and hop-by-hop fields (lower-case). Retry-After is
+// not among them: the gateway writes its own only on its own 503s.
+constexpr std::string_view refused_pass_names[] = {
+    "proxy-authenticate", "content-type", "content-encoding", "x-request-id", "x-degraded", "vary", "allow",
+    "set-cookie"};
+
+// The problem with `name` in `pass_headers`, or "".
+std::string pass_header_problem(std::string_view name) {
+  const std::string quoted = "'" + std::string(name) + "'";
+  if (name.empty() || name.size() > 256 || !char_class::all_of(name, char_class::tchar))
+    return quoted + " is not a header name";
+  if (listed_ci(name, hop_by_hop_fields))
+    return "header " + quoted + " is hop-by-hop or framing (it describes the downstream's connection, not " +
+           "its answer): it cannot be passed";
+  if (starts_with_ci(name, "access-control-") || listed_ci(name, refused_pass_names))
+    return "header " + quoted + " is written by the gateway itself on every answer: it cannot be passed";
+  return {};
+}
+
 void add_unique(std::vector<std::string>& to, const std::string& name, bool ignore_case) {
   const bool there = std::any_of(
       to.begin(), to.end(), [&](const std::string& n) { return ignore_case ? iequals(n, name) : n == name; });
@@ -100,6 +122,39 @@ response_header_policy effective_response_policy(const response_header_policy& r
   for (const auto& name : call.forward) add_unique(out.forward, name, true);
   for (const auto& name : call.set_cookie) add_unique(out.set_cookie, name, false);
   return out;
+}
+
+void read_passed_answer(yaml_reader& r, passed_answer_policy& out) {
+  std::vector<std::string> statuses;
+  if (r.string_list("pass_status", statuses)) {
+    for (const auto& text : statuses) {
+      unsigned status = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
+      // A 1xx-3xx is no answer to pass: an interim answer is skipped, a 2xx merged, a 3xx not followed.
+      if (ec != std::errc() || end != text.data() + text.size() || status < 400 || status > 599) {
+        r.error_at("pass_status", "pass_status must list statuses from 400 to 599, not '" + text + "'");
+        return;
+      }
+      if (out.passes(status)) {
+        r.error_at("pass_status", "pass_status lists " + text + " twice");
+        return;
+      }
+      out.statuses.push_back(status);
+    }
+  }
+  std::vector<std::string> names;
+  if (!r.string_list("pass_headers", names)) return;
+  for (const auto& name : names) {
+    if (auto problem = pass_header_problem(name); !problem.empty()) {
+      r.error_at("pass_headers", problem);
+    } else if (iequals(name, "cache-control")) {
+      out.fields.cache_control = true;  // keep_answer_field() keeps it by this flag, not by `forward`
+    } else {
+      add_unique(out.fields.forward, name, true);
+    }
+  }
+  if (out.statuses.empty() && !out.fields.empty())
+    r.error_at("pass_headers", "pass_headers without pass_status: no answer would carry these fields");
 }
 
 }  // namespace gateway

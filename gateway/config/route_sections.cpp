@@ -170,6 +170,15 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
       read_header_policy(state, *h, "call '" + call.name + "'", policy_owner::call, call.headers);
     if (auto h = r.section("response_headers"))
       read_response_header_policy(state, *h, "call '" + call.name + "'", true, call.response_headers);
+    if (!sql) {
+      read_passed_answer(r, call.pass);
+    } else {
+      std::vector<std::string> ignored;
+      for (const auto* key : {"pass_status", "pass_headers"}) {
+        if (r.string_list(key, ignored))
+          r.error_at(key, "a call to a sql downstream has no HTTP status or fields to pass");
+      }
+    }
     r.finish();
     route.calls.push_back(std::move(call));
   }
@@ -337,6 +346,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     call.effective_response_headers =
         effective_response_policy(route.response_headers, call.response_headers);
     if (!call.effective_response_headers.empty()) route.passes_response_headers = true;
+    if (!call.pass.empty()) route.passes_status = true;
   }
   r.finish();
   return true;

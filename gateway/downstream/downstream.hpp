@@ -51,6 +51,9 @@ struct call_request {
   // The answer's fields to keep for the client (the call's effective response_headers, in the
   // configuration); null when it asks for none, the default, which costs nothing per field.
   const response_header_policy* answer_fields = nullptr;
+  // HTTP: the statuses whose answers the call passes to the client (the call's pass_status), with the
+  // fields to keep from them; null when it passes none, the default, which costs nothing per answer.
+  const passed_answer_policy* pass = nullptr;
   std::size_t worker = 0;  // index of the I/O thread the coroutine runs on
   cancel_source* cancel = nullptr;
 };

@@ -33,20 +33,20 @@ constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
 
 http_attempt* http_attempt::create(http_call& call, std::size_t slot, std::string_view head,
                                    connection_pool& pool, std::size_t max_response_bytes,
-                                   const response_header_policy* answer_fields, clock::time_point deadline,
+                                   const answer_capture& keep, clock::time_point deadline,
                                    clock::time_point now) {
-  return new http_attempt(call, slot, head, pool, max_response_bytes, answer_fields, deadline, now);
+  return new http_attempt(call, slot, head, pool, max_response_bytes, keep, deadline, now);
 }
 
 http_attempt::http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                           std::size_t max_response_bytes, const response_header_policy* answer_fields,
+                           std::size_t max_response_bytes, const answer_capture& keep,
                            clock::time_point deadline, clock::time_point now)
     : call_(call),
       slot_(slot),
       head_(head),
       pool_(pool),
       max_response_bytes_(max_response_bytes),
-      answer_fields_(answer_fields),
+      keep_(keep),
       deadline_(deadline),
       started_(now) {}
 
@@ -207,7 +207,7 @@ void http_attempt::connected(error_code ec) {
 void http_attempt::write() {
   enter(state::writing);
   parser_.emplace(max_response_bytes_, response_header_limit);
-  parser_->capture(answer_fields_);
+  parser_->capture(keep_);
   conn_->buffer.clear();
   if (conn_->tls) return tls_write();
   conn_->user = this;
@@ -307,12 +307,13 @@ void http_attempt::answered(bool drained) {
   } else {
     pool_.discard(std::move(conn_));
   }
-  // A 2xx answer in a content coding is decoded now, within the body limit (a zip bomb fails the call),
-  // and counted against the memory budget as decoded.
+  // A 2xx answer, or one the call passes, in a content coding is decoded now, within the body limit (a zip
+  // bomb fails the call), and counted against the memory budget as decoded.
   const auto status = parser_->status();
+  const bool passed = keep_.pass != nullptr && keep_.pass->passes(status);
   const char* unusable = nullptr;
   auto kind = call_error::invalid_body;
-  if (parser_->coding() != content_coding::identity && status >= 200 && status <= 299) {
+  if (parser_->coding() != content_coding::identity && ((status >= 200 && status <= 299) || passed)) {
     unusable = decode_body(parser_->coding(), parser_->body(), max_response_bytes_);
     if (unusable && std::string_view(unusable) == decoded_too_large) kind = call_error::too_large;
     if (!unusable && !charge_body()) {
@@ -320,7 +321,13 @@ void http_attempt::answered(bool drained) {
       kind = call_error::other;
     }
   }
-  // Built only now: a call in flight does not carry a result.
+  // Built only now: a call in flight does not carry a result. A passed answer whose body could not be
+  // decoded is still passed, without its body.
+  if (passed) {
+    auto result = passed_answer(status, unusable ? std::string() : std::move(parser_->body()));
+    result.headers = std::move(parser_->captured());  // the fields pass_headers names
+    return finish(std::move(result), now);
+  }
   auto result = unusable ? unusable_answer(status, unusable, kind)
                          : answer_result(status, std::move(parser_->body()), parser_->fresh_for());
   if (result.ok()) {

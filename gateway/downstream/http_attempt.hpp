@@ -54,9 +54,10 @@ class http_attempt final : public read_readiness::listener {
 
   // An attempt on `pool` for `call`, which it reports to as attempt `slot`; begin() starts it and may
   // report before it returns (so it is the caller's last act). `head` (the request bytes) and `pool`
-  // must outlive it; so must `answer_fields` (the fields of a 2xx answer it keeps; null: none).
+  // must outlive it; so must what `keep` points to (the fields of a 2xx answer it keeps, and the statuses
+  // it passes with their fields; see answer_capture).
   static http_attempt* create(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                              std::size_t max_response_bytes, const response_header_policy* answer_fields,
+                              std::size_t max_response_bytes, const answer_capture& keep,
                               clock::time_point deadline, clock::time_point now);
   void begin() { acquire(true); }
 
@@ -79,8 +80,8 @@ class http_attempt final : public read_readiness::listener {
   };
 
   http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-               std::size_t max_response_bytes, const response_header_policy* answer_fields,
-               clock::time_point deadline, clock::time_point now);
+               std::size_t max_response_bytes, const answer_capture& keep, clock::time_point deadline,
+               clock::time_point now);
   ~http_attempt() = default;
 
   static constexpr bool legal(state from, state to);
@@ -117,7 +118,7 @@ class http_attempt final : public read_readiness::listener {
   std::string_view head_;  // the request's bytes, in the call
   connection_pool& pool_;
   std::size_t max_response_bytes_;
-  const response_header_policy* answer_fields_;
+  answer_capture keep_;
   cancel_source cancel_;
   clock::time_point deadline_;
   clock::time_point started_;

@@ -34,7 +34,7 @@ http_call::http_call(const request_head& head, http_lane& lane, const call_reque
       started_(request.now),
       idempotent_(request.idempotent),
       coalesce_key_(std::move(lead)),
-      answer_fields_(request.answer_fields),
+      keep_{request.answer_fields, request.pass},
       trace_(request.trace) {
   const std::size_t size = head.size(request);
   char* out = head_inline_;
@@ -108,7 +108,7 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
   ticket_[slot] = choice.ticket;
   const auto head = trace_ == nullptr ? head_ : traced_head(slot, now, *endpoint, hedge);
   live_[slot] = http_attempt::create(*this, slot, head, endpoint->pool, lane_.settings().max_response_bytes,
-                                     answer_fields_, deadline_, now);
+                                     keep_, deadline_, now);
   return launched::yes;
 }
 
@@ -163,7 +163,9 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
       return arm_timer(timer_use::backoff, due);
     }
   }
-  if (other_live) return;  // the other attempt may still answer; its report decides
+  // The other attempt may still answer; its report decides. An answer the call passes to the client is
+  // the downstream's word, as a good one is: it wins at once, and the other attempt is cancelled.
+  if (other_live && (keep_.pass == nullptr || !is_passed_answer(*keep_.pass, r.result))) return;
   report(std::move(r.result), r.ended);
 }
 

@@ -7,9 +7,9 @@
 //   budget allows;
 // - a hedge, when the first attempt has not answered after the hedge delay and the lane's hedge budget
 //   allows (hedge_settings; off by default; idempotent calls only).
-// The first good answer wins: it is reported at once and the other attempt is cancelled (its socket
-// closed). Otherwise the failure of the attempt that ended last is reported, once no attempt is left and
-// no retry follows.
+// The first good answer, or answer the call passes to the client (call_request::pass), wins: it is
+// reported at once and the other attempt is cancelled (its socket closed). Otherwise the failure of the
+// attempt that ended last is reported, once no attempt is left and no retry follows.
 //
 // States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
 // lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry
@@ -86,12 +86,12 @@ class http_call {
   std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
   std::string head_long_;
   char head_inline_[256];
-  std::string coalesce_key_;  // the share_key() of the calls it leads (call_coalescer); empty: none
-  const response_header_policy* answer_fields_;  // call_request::answer_fields (in the configuration)
-  call_trace* trace_;                            // call_request::trace until the report; null: untraced
-  std::size_t traceparent_at_ = 0;               // traced: where the head's traceparent value starts
-  std::string traced_head_;                      // traced: the head of an attempt in slot 1
-  std::array<std::size_t, 2> attempt_span_{};    // traced: the span of the attempt in each slot
+  std::string coalesce_key_;        // the share_key() of the calls it leads (call_coalescer); empty: none
+  answer_capture keep_;             // call_request::answer_fields and ::pass (in the configuration)
+  call_trace* trace_;               // call_request::trace until the report; null: untraced
+  std::size_t traceparent_at_ = 0;  // traced: where the head's traceparent value starts
+  std::string traced_head_;         // traced: the head of an attempt in slot 1
+  std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in each slot
 
   std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
   std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes

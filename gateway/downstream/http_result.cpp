@@ -28,6 +28,19 @@ call_result answer_result(unsigned status, std::string&& body, std::uint32_t fre
   return result;
 }
 
+call_result passed_answer(unsigned status, std::string&& body) {
+  auto result = answer_result(status, std::string());
+  if (!parse_json_object(std::move(body), result.body)) result.body = json_object_text{};
+  result.detail = "status passed";
+  return result;
+}
+
+bool is_passed_answer(const passed_answer_policy& pass, const call_result& result) {
+  return result.outcome == call_outcome::error &&
+         (result.error == call_error::status_4xx || result.error == call_error::status_5xx) &&
+         pass.passes(result.status);
+}
+
 const char* decode_body(content_coding coding, std::string& body, std::size_t max_bytes) {
   if (coding == content_coding::unknown) return "unknown content coding";
   std::string decoded;

@@ -3,6 +3,7 @@
 // for a 2xx status whose body is a JSON object (decoded first when it came in a content coding); or from
 // a failure, where the caller's cancellation wins over the error it caused. Pure.
 
+#include "gateway/config/config.hpp"
 #include "gateway/core/content_coding.hpp"
 #include "gateway/downstream/call_result.hpp"
 
@@ -23,6 +24,15 @@ const char* decode_body(content_coding coding, std::string& body, std::size_t ma
 
 // decode_body()'s reason when the decoded body would exceed its bound.
 inline constexpr const char* decoded_too_large = "decoded body too large";
+
+// An answer whose status the call passes to the client (call_request::pass): an error of its status's
+// kind, as for any status that is not 2xx, that keeps the body when it is a JSON object (else body.text
+// stays empty) for the client's answer.
+call_result passed_answer(unsigned status, std::string&& body);
+
+// Whether `result` is an answer whose status `pass` lists (made by passed_answer(): only a call that
+// passes statuses keeps such an answer's body and fields).
+bool is_passed_answer(const passed_answer_policy& pass, const call_result& result);
 
 // A 2xx answer whose body could not be used before it was judged (`why`: from decode_body), a failure of
 // kind `kind`.

@@ -307,6 +307,10 @@ void response_parser::reader::on_response_impl(int code, string_view, int versio
   }
   owner_.status_ = static_cast<unsigned>(code);
   owner_.http10_ = version == 10;
+  // The status is known before the fields: an answer the call passes keeps the fields named for it.
+  if (const auto* pass = owner_.keep_.pass) {
+    owner_.capture_ = pass->passes(owner_.status_) ? &pass->fields : owner_.keep_.fields;
+  }
 }
 
 void response_parser::reader::on_field_impl(http::field f, string_view name, string_view value,

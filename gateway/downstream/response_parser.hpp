@@ -29,6 +29,15 @@
 namespace gateway {
 
 struct response_header_policy;
+struct passed_answer_policy;
+
+// Which fields of an answer's head the parser keeps: for a status `pass` lists, those its `fields` name;
+// for any other, those `fields` names (the caller uses them for a 2xx only). Null: none. What they point
+// to must outlive the parser.
+struct answer_capture {
+  const response_header_policy* fields = nullptr;
+  const passed_answer_policy* pass = nullptr;
+};
 
 class response_parser {
  public:
@@ -51,8 +60,11 @@ class response_parser {
   content_coding coding() const { return coding_; }
   std::string& body() { return body_; }
 
-  // Keeps the fields `policy` names (see above); null: none. The policy must outlive the parser.
-  void capture(const response_header_policy* policy) { capture_ = policy; }
+  // Keeps the fields `keep` names (see answer_capture).
+  void capture(const answer_capture& keep) {
+    keep_ = keep;
+    capture_ = keep.fields;
+  }
   // The final head's kept fields, "Name: value\r\n" each, in the order received.
   std::string& captured() { return captured_; }
   // The kept fields hold a Set-Cookie.
@@ -118,7 +130,8 @@ class response_parser {
   // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
   const char* trailers_ = nullptr;
   std::string body_;
-  const response_header_policy* capture_ = nullptr;
+  answer_capture keep_;
+  const response_header_policy* capture_ = nullptr;  // the current head's: keep_.fields or keep_.pass's
   std::string captured_;
   bool captured_cookie_ = false;
   bool shareable_ = true;

@@ -24,6 +24,17 @@ void append_list(std::string& key, const std::vector<std::string>& list) {
   for (const auto& item : list) append_part(key, item);
 }
 
+// The answer fields a policy keeps, by contents.
+void append_policy(std::string& key, const response_header_policy* policy) {
+  if (policy == nullptr || policy->empty()) {
+    key += '-';  // keeps nothing (an empty policy keeps what none keeps)
+    return;
+  }
+  key += policy->cache_control ? 'C' : 'K';
+  append_list(key, policy->forward);
+  append_list(key, policy->set_cookie);
+}
+
 }  // namespace
 
 std::string share_key(const call_request& request) {
@@ -51,14 +62,15 @@ std::string share_key(const call_request& request) {
     append_part(key, request.body);
     append_part(key, request.headers);
   }
-  const auto* policy = request.answer_fields;
-  if (policy == nullptr || policy->empty()) {
-    key += '-';  // keeps nothing (an empty policy keeps what none keeps)
-    return key;
+  append_policy(key, request.answer_fields);
+  // A call that passes statuses reads answers another call would not: a follower gets what its leader
+  // kept of a passed answer (a stored answer is always a 2xx, but a coalesced one need not be).
+  if (const auto* pass = request.pass) {
+    key += 'P';
+    append_number(key, pass->statuses.size(), '#');
+    for (const auto status : pass->statuses) append_number(key, status, ',');
+    append_policy(key, &pass->fields);
   }
-  key += policy->cache_control ? 'C' : 'K';
-  append_list(key, policy->forward);
-  append_list(key, policy->set_cookie);
   return key;
 }
 

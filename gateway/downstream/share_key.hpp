@@ -15,7 +15,8 @@
 //   header fields (a SQL call sends none), are not in it.
 // - either: the answer fields the call keeps (call_request::answer_fields), by contents (a reload makes
 //   equal policies at new addresses; an empty policy keeps what none keeps), since a shared answer
-//   carries them.
+//   carries them; and, for a call that passes statuses (call_request::pass), those statuses and the
+//   fields it keeps of them, since a coalesced follower gets what its leader kept of such an answer.
 // Not in the key:
 // - what the gateway writes anew for every request (core/owned_fields.hpp, per_request_fields):
 //   X-Request-Id, traceparent, tracestate and X-Request-Timeout-Ms. In the key they would make nothing

@@ -76,6 +76,30 @@ outbound_response no_content(std::string allow, std::string request_id) {
   return r;
 }
 
+// The answer of a call that passed its downstream's status (pass_status): that status, the downstream's
+// JSON object as it came (else the gateway's error naming the call, as error_detail allows), and the
+// fields pass_headers named. Not degraded (no fallback was served) and not compressed, like the gateway's
+// other error answers.
+outbound_response passed_response(const call_settings& call, call_result& result, error_detail detail,
+                                  std::string request_id) {
+  if (result.body.text.empty()) {
+    const auto full = "call '" + call.name + "' answered " + std::to_string(result.status) +
+                      " with a body that is not a JSON object";
+    auto r =
+        error_response(result.status, failure_message(detail, result.status, full), std::move(request_id));
+    r.passed = true;
+    r.fields = std::move(result.headers);
+    return r;
+  }
+  outbound_response r;
+  r.status = result.status;
+  r.passed = true;
+  r.body = std::move(result.body.text);
+  r.fields = std::move(result.headers);
+  r.request_id = std::move(request_id);
+  return r;
+}
+
 // A failed call, in the log at warn with its reason: at most one line per downstream per second on each
 // I/O thread, the next one telling how many were left out meanwhile, so that an outage cannot flood the
 // log (and the log's queue drops the oldest lines beyond that).
@@ -341,8 +365,12 @@ outbound_response request_handler::route_request(const inbound_request& request,
         traces.emplace_back(*request.trace, call, fanout_start, fanout_start_ns);
     }
     if (!traces.empty()) trace_calls(traces, config_, route, targets_[found.index], results);
+    // A passed answer is no failure of the gateway's: the access log shows it (the status, its call's).
+    const auto passed = [&](std::size_t i) {
+      return route.passes_status && passes_to_client(route.calls[i], results[i]);
+    };
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (!results[i].ok() && results[i].outcome != call_outcome::cancelled)
+      if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(i))
         log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);
     }
 
@@ -352,7 +380,16 @@ outbound_response request_handler::route_request(const inbound_request& request,
       for (const auto& result : results) briefs.push_back(brief_of(result));
     }
 
+    // The first call in the route's order that decides the answer: one that passed its answer (pass_status),
+    // or a required call that failed (the fan-out waited for the calls listed before it that could decide
+    // first, and cancelled the others).
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (passed(i)) {
+        auto r = passed_response(route.calls[i], results[i], config_.server.errors, std::move(request_id));
+        r.route = route_index;
+        r.calls = std::move(briefs);
+        return r;
+      }
       if (!route.calls[i].required || results[i].has_body()) continue;
       // An error answer has no entries: no fallback was served, nothing was degraded.
       const auto status = required_call_status(results[i].outcome);

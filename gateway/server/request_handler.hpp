@@ -48,6 +48,9 @@ struct outbound_response {
   std::string allow;     // Allow value for 405 (and OPTIONS)
   std::string fields;    // more header lines, "Name: value\r\n" each (CORS, answer fields of the calls)
   std::vector<call_brief> calls;  // with inbound_request::brief_calls: each call of the route, in order
+  // The status is a downstream's, passed by a call (pass_status): a 503 then carries the Retry-After the
+  // call passed in `fields`, if any, not the gateway's own.
+  bool passed = false;
 };
 
 // Lets the connection cancel the request currently being handled (client gone, shutdown).

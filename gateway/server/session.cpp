@@ -39,7 +39,7 @@ std::string head_of(const outbound_response& r, bool keep_alive, bool vary) {
                     .degraded = r.degraded,
                     .vary_accept_encoding = vary && r.route >= 0,
                     .allow = r.allow,
-                    .retry_after = r.status == 503,
+                    .retry_after = r.status == 503 && !r.passed,
                     .keep_alive = keep_alive,
                     .fields = r.fields});
 }

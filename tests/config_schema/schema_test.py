@@ -335,6 +335,10 @@ INVALID = [
     ("admin.require_token without a token", "limits:\n", "admin:\n  require_token: true\nlimits:\n"),
     ("a downstream url with credentials", "    url: http://127.0.0.1:9\n", "    url: http://user:pw@127.0.0.1:9\n"),
     ("a '*' segment in a route path", "  - path: /api/offer\n", "  - path: /api/*\n"),
+    ("a pass_status that is no error status", "          set: {X-Api: \"1\"}\n",
+     "          set: {X-Api: \"1\"}\n        pass_status: [302]\n"),
+    ("a pass_status listed twice", "          set: {X-Api: \"1\"}\n",
+     "          set: {X-Api: \"1\"}\n        pass_status: [401, 401]\n"),
     ("a parameter in a body_template member name", "        path: /inventory?sku={sku}\n",
      "        path: /inventory?sku={sku}\n        method: POST\n        body_template: {'{sku}': 1}\n"),
 ]

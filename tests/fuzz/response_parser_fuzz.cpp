@@ -6,7 +6,8 @@
 // exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
 // bytes presented at once and in pieces give the same result (Cache-Control freshness at most a day, and
 // the Content-Encoding, included); and freshness_seconds() on the raw bytes is bounded too.
-// Header capture is on (a policy naming a few fields, cookies and Cache-Control): every kept line is
+// Header capture is on (a policy naming a few fields, cookies and Cache-Control, and for the statuses a
+// call passes, another naming WWW-Authenticate and Retry-After): every kept line is
 // "Name: value" with a value of text within its cap, all of them within the total cap, the same however
 // the bytes were cut; and the kept Cache-Control values, and the raw bytes, combine to a Cache-Control
 // value without a crash.
@@ -54,6 +55,17 @@ const gateway::response_header_policy& capture_policy() {
   return policy;
 }
 
+// The statuses a call passes, and the fields it keeps of them (pass_status, pass_headers).
+const gateway::passed_answer_policy& pass_policy() {
+  static const gateway::passed_answer_policy policy = [] {
+    gateway::passed_answer_policy p;
+    p.statuses = {401, 403, 429, 503};
+    p.fields.forward = {"WWW-Authenticate", "Retry-After", "X-Tag"};
+    return p;
+  }();
+  return policy;
+}
+
 // The kept lines' shape and caps.
 void check_captured(const std::string& captured) {
   FUZZ_CHECK(captured.size() <= gateway::max_kept);
@@ -88,7 +100,7 @@ std::size_t put_exact(gateway::response_parser& parser, const std::string& pendi
 outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_limit,
               fuzz::piece_sizes sizes) {
   gateway::response_parser parser(body_limit, header_limit);
-  parser.capture(&capture_policy());
+  parser.capture({&capture_policy(), &pass_policy()});
   outcome o;
   std::string pending;  // bytes received and not yet consumed, as in the connection's read buffer
   std::size_t at = 0;

@@ -54,10 +54,12 @@ route_settings route_with(std::vector<response_header_policy> policies, bool cac
   return route;
 }
 
-// What the parser keeps of `head` (a whole answer with an empty body) under `policy`.
-std::string kept(const std::string& fields, const response_header_policy& policy, unsigned status = 200) {
+// What the parser keeps of `head` (a whole answer with an empty body) under `policy` (and `pass`, the
+// statuses a call passes with their fields).
+std::string kept(const std::string& fields, const response_header_policy& policy, unsigned status = 200,
+                 const passed_answer_policy* pass = nullptr) {
   response_parser parser(1024, 64 * 1024);
-  parser.capture(&policy);
+  parser.capture({&policy, pass});
   const std::string wire =
       "HTTP/1.1 " + std::to_string(status) + " X\r\n" + fields + "Content-Length: 0\r\n\r\n";
   boost::system::error_code ec;
@@ -131,7 +133,7 @@ TEST_CASE("answer fields: the parser tells whether it kept a cookie (its answer 
   policy.forward = {"X-Tag"};
   const auto kept_cookie = [&](const std::string& fields) {
     response_parser parser(1024, 64 * 1024);
-    parser.capture(&policy);
+    parser.capture({&policy});
     boost::system::error_code ec;
     parser.put("HTTP/1.1 200 OK\r\n" + fields + "Content-Length: 0\r\n\r\n", ec);
     REQUIRE(parser.is_done());
@@ -181,7 +183,7 @@ TEST_CASE("answer fields: the parser keeps only named fields of valid text withi
   // before (the call fails), so no such value can reach a client.
   for (const char control : {'\x7f', '\x01', '\0'}) {
     response_parser parser(1024, 64 * 1024);
-    parser.capture(&policy);
+    parser.capture({&policy});
     boost::system::error_code ec;
     parser.put("HTTP/1.1 200 OK\r\nX-Tag: a" + std::string(1, control) + "b\r\nContent-Length: 0\r\n\r\n",
                ec);
@@ -199,7 +201,7 @@ TEST_CASE("answer fields: the parser keeps only named fields of valid text withi
   CHECK(capped.size() > 3 * 4000);
   // An interim response's fields are not the answer's.
   response_parser parser(1024, 64 * 1024);
-  parser.capture(&policy);
+  parser.capture({&policy});
   boost::system::error_code ec;
   parser.put(
       "HTTP/1.1 103 Early\r\nX-Tag: early\r\n\r\nHTTP/1.1 200 OK\r\nX-Tag: final\r\nContent-Length: "
@@ -267,4 +269,21 @@ routes:
           "    calls:\n      - {name: c, downstream: d, path: /c, response_headers: {cache_control: true}}\n",
       "t.yaml");
   CHECK(call_cache.errors.size() == 1);
+}
+
+TEST_CASE("answer fields: an answer whose status a call passes keeps the fields pass_headers names",
+          "[answer_fields][pass_status]") {
+  response_header_policy two_xx;
+  two_xx.forward = {"Content-Language"};
+  passed_answer_policy pass;
+  pass.statuses = {401, 429};
+  pass.fields.forward = {"WWW-Authenticate", "Retry-After"};
+  const std::string fields =
+      "Content-Language: de\r\nWWW-Authenticate: Basic realm=\"x\"\r\nRetry-After: 3\r\nX-Other: 1\r\n";
+  CHECK(kept(fields, two_xx, 401, &pass) == "WWW-Authenticate: Basic realm=\"x\"\r\nRetry-After: 3\r\n");
+  CHECK(kept(fields, two_xx, 429, &pass) == "WWW-Authenticate: Basic realm=\"x\"\r\nRetry-After: 3\r\n");
+  // Any other status keeps what the 2xx policy names (used for a 2xx only), with or without passing.
+  CHECK(kept(fields, two_xx, 200, &pass) == "Content-Language: de\r\n");
+  CHECK(kept(fields, two_xx, 403, &pass) == "Content-Language: de\r\n");
+  CHECK(kept(fields, two_xx, 401) == "Content-Language: de\r\n");
 }

@@ -28,7 +28,7 @@ struct config_parts {
   std::string server_lines;  // more lines of the server section, indented
   std::string top_lines;     // top-level lines before `downstreams`
   std::string route_lines;   // more lines of the aggregate route, indented
-  std::string call_lines;    // more lines of its call, indented
+  std::string call_lines;    // more lines of its call, indented, e.g. "        pass_status: [401]\n"
 
   std::string yaml() const {
     std::string y = "server:\n  listen: 127.0.0.1:0\n" + server_lines + top_lines +
@@ -242,4 +242,35 @@ TEST_CASE("server.error_detail takes full or reason", "[config]") {
   CHECK(load_config_text(parts.yaml(), "t.yaml").config->server.errors == error_detail::reason);
   parts.server_lines.clear();
   CHECK(load_config_text(parts.yaml(), "t.yaml").config->server.errors == error_detail::full);
+}
+
+TEST_CASE("pass_status and pass_headers: statuses outside 400-599, repeats and framing fields are refused",
+          "[config][pass_status]") {
+  config_parts fine;
+  fine.call_lines =
+      "        pass_status: [401, 403, 404, 429, 503]\n        pass_headers: [WWW-Authenticate, "
+      "Retry-After]\n";
+  CHECK(loads(fine));
+
+  for (const std::string list : {"[401, 399]", "[200]", "[600]", "[401, abc]", "[401, 401]"}) {
+    INFO(list);
+    config_parts parts;
+    parts.call_lines = "        pass_status: " + list + "\n";
+    const auto e = one_error_at(parts, list);
+    CHECK_THAT(e.message, Catch::Contains("pass_status"));
+  }
+  for (const std::string name :
+       {"Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Trailer", "TE",
+        "Content-Type", "Content-Encoding", "X-Request-Id", "X-Degraded", "Vary", "bad name"}) {
+    INFO(name);
+    config_parts parts;
+    parts.call_lines = "        pass_status: [401]\n        pass_headers: [" + name + "]\n";
+    const auto e = one_error_at(parts, "[" + name + "]");
+    CHECK_THAT(e.message, Catch::Contains(name));
+  }
+  // Fields without a status to pass them with would never reach a client.
+  config_parts alone;
+  alone.call_lines = "        pass_headers: [WWW-Authenticate]\n";
+  const auto e = one_error_at(alone, "[WWW-Authenticate]");
+  CHECK_THAT(e.message, Catch::Contains("pass_status"));
 }

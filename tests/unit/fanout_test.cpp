@@ -56,6 +56,10 @@ class timer_downstream final : public downstream {
       call_result r;
       r.outcome = ec ? call_outcome::cancelled : (ok_ ? call_outcome::ok : call_outcome::error);
       if (r.outcome == call_outcome::ok) r.body.text = "{}";
+      if (r.outcome == call_outcome::error && status != 0) {  // an answer with that status
+        r.status = status;
+        r.error = status < 500 ? call_error::status_4xx : call_error::status_5xx;
+      }
       ++finished;
       finish_order.push_back(index);
       sink.call_finished(index, std::move(r));
@@ -63,6 +67,7 @@ class timer_downstream final : public downstream {
     return true;
   }
   void close_idle(std::size_t) override {}
+  unsigned status = 0;  // a failure answers with this status (0: none, a failure without an answer)
   int started = 0;
   int finished = 0;
   std::vector<std::size_t> finish_order;  // call indexes
@@ -209,4 +214,59 @@ TEST_CASE("fanout: a deadline that expires behind the last answer is waited for 
   CHECK(h.ioc.stopped());
   REQUIRE(results.size() == 3);
   for (const auto& r : results) CHECK(r.outcome == call_outcome::ok);
+}
+
+TEST_CASE(
+    "fanout: the first listed call that passes its answer decides and only calls that could come first are "
+    "waited for") {
+  harness h;
+  auto r = load_config_text(R"(
+downstreams:
+  d: {url: http://127.0.0.1:9}
+routes:
+  - path: /r
+    deadline: 10s
+    calls:
+      - {name: plain, downstream: d, path: /p}
+      - {name: first, downstream: d, path: /a, pass_status: [403]}
+      - {name: second, downstream: d, path: /b, pass_status: [401]}
+      - {name: after, downstream: d, path: /c, required: true}
+)",
+                            "test.yaml");
+  REQUIRE(r.errors.empty());
+  const auto& cfg = *r.config;
+  REQUIRE(cfg.routes[0].passes_status);
+  timer_downstream plain(h.ioc, 5s, true);         // optional, passes nothing: cancelled, not waited for
+  timer_downstream forbidden(h.ioc, 80ms, false);  // listed first among those that pass, answers last
+  forbidden.status = 403;
+  timer_downstream unauthorised(h.ioc, 1ms, false);
+  unauthorised.status = 401;
+  timer_downstream after(h.ioc, 5s, true);  // listed after: cancelled at once, its failure decides nothing
+  std::vector<downstream*> targets{&plain, &forbidden, &unauthorised, &after};
+  const auto fr = h.request(cfg, targets);
+  std::vector<call_result> results;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        results = f.run(fr, yield);
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  h.ioc.run_for(10s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(h.ioc.stopped());
+  CHECK(took >= 70ms);  // the first call that may pass was waited for
+  CHECK(took < 4s);     // the others were not
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].outcome == call_outcome::cancelled);
+  CHECK(passes_to_client(cfg.routes[0].calls[1], results[1]));
+  CHECK(results[1].status == 403);
+  CHECK(passes_to_client(cfg.routes[0].calls[2], results[2]));
+  CHECK(results[3].outcome == call_outcome::cancelled);
+  // A status a call does not list is not passed.
+  CHECK_FALSE(passes_to_client(cfg.routes[0].calls[2], results[1]));
+  CHECK_FALSE(passes_to_client(cfg.routes[0].calls[0], results[2]));
 }

@@ -43,6 +43,7 @@ struct spec {
   std::string body;
   std::vector<std::pair<std::string, std::string>> fields;  // sent as "\r\nName: value" each
   std::optional<response_header_policy> policy;             // the answer fields kept; none: nullopt
+  std::optional<passed_answer_policy> pass;                 // the statuses passed; none: nullopt
   // SQL (when `sql`): the query's statement and names, and the route's parameters (names, values).
   std::optional<sql_settings> sql;
   std::vector<param_settings> param_specs;
@@ -62,6 +63,7 @@ struct spec {
     r.body = body;
     r.headers = headers;
     r.answer_fields = policy ? &*policy : nullptr;
+    r.pass = pass ? &*pass : nullptr;
     r.sql = sql ? &*sql : nullptr;
     r.params = &params;
     r.param_specs = &param_specs;
@@ -166,6 +168,10 @@ TEST_CASE("share key: requests that differ in any one thing sent never share", "
        [](spec& s, const std::string& v) {
          s.policy = response_header_policy{{"a", v}, {"b"}, true};
        }},
+      {"pass_headers",
+       [](spec& s, const std::string& v) {
+         s.pass = passed_answer_policy{{401}, {{v}, {}, false}};
+       }},
   };
   // Every header field the call sends, the forwarded ones included, one at a time (the others fixed).
   for (const auto& changed : field_names) {
@@ -204,6 +210,18 @@ TEST_CASE("share key: requests that differ in any one thing sent never share", "
       b = sql_spec({"id"}, {{"id", "u1"}});
       a.sql->statement = vi;
       b.sql->statement = vj;
+      CHECK(key_of(a) != key_of(b));
+    }
+  }
+  // The statuses a call passes: different lists (or none) never share.
+  const std::vector<std::vector<unsigned>> status_lists = {{}, {401}, {403}, {401, 403}, {401, 404}, {4014}};
+  for (std::size_t i = 0; i < status_lists.size(); ++i) {
+    for (std::size_t j = 0; j < status_lists.size(); ++j) {
+      if (i == j) continue;
+      spec a, b;
+      if (!status_lists[i].empty()) a.pass = passed_answer_policy{status_lists[i], {}};
+      if (!status_lists[j].empty()) b.pass = passed_answer_policy{status_lists[j], {}};
+      INFO("pass_status " << i << " vs " << j);
       CHECK(key_of(a) != key_of(b));
     }
   }
