@@ -37,7 +37,7 @@ circuit_breaker::circuit_breaker(std::string downstream, const breaker_settings&
 circuit_breaker::ticket circuit_breaker::allow(clock::time_point now) {
   const auto word = word_.load(std::memory_order_acquire);
   const auto now_state = static_cast<state>(word & state_bits);
-  if (now_state == state::closed) return {word >> 2, true, false, count_start(now)};
+  if (now_state == state::closed) return {word >> 2, true, false};
   if (now_state == state::open && now.time_since_epoch().count() < reopen_at_.load(std::memory_order_relaxed))
     return {};  // cooling down: refused without the lock
   std::lock_guard lock(mutex_);
@@ -47,7 +47,7 @@ circuit_breaker::ticket circuit_breaker::allow(clock::time_point now) {
           "letting " + std::to_string(settings_.half_open_calls) + " probe calls through");
   }
   const auto generation = word_.load(std::memory_order_relaxed) >> 2;
-  if (current() == state::closed) return {generation, true, false, count_start(now, true)};
+  if (current() == state::closed) return {generation, true, false};
   if (probes_started_ >= settings_.half_open_calls) return {};
   ++probes_started_;
   return {generation, true, true};
@@ -57,10 +57,14 @@ void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_
   if (!t.allowed) return;
   const bool failed = outcome == call_outcome::timeout || outcome == call_outcome::error;
   const bool succeeded = outcome == call_outcome::ok;
-  if (succeeded && !t.probe) {  // the usual case: a success while closed, counted when it started
+  if (succeeded && !t.probe) {  // the usual case: a success while closed, counted without the lock
     const auto word = word_.load(std::memory_order_acquire);
     if (t.generation != word >> 2) return;
-    if (static_cast<state>(word & state_bits) == state::closed) {
+    const auto slot = slot_of(now);
+    auto& b = window_[static_cast<std::size_t>(slot) % buckets];
+    if (static_cast<state>(word & state_bits) == state::closed &&
+        b.slot.load(std::memory_order_relaxed) == slot) {
+      b.calls.fetch_add(1, std::memory_order_relaxed);
       if (consecutive_.load(std::memory_order_relaxed) != 0) consecutive_.store(0, std::memory_order_relaxed);
       return;
     }
@@ -69,8 +73,8 @@ void circuit_breaker::record(const ticket& t, call_outcome outcome, clock::time_
   if (t.generation != word_.load(std::memory_order_relaxed) >> 2) return;  // started before a transition
   switch (current()) {
     case state::closed: {
-      if (!failed && !succeeded) return uncount_start(t.slot);  // counts neither way
-      if (failed) count_failure(now);
+      if (!failed && !succeeded) return;
+      count(failed, now);
       const unsigned run = failed ? consecutive_.load(std::memory_order_relaxed) + 1 : 0;
       consecutive_.store(run, std::memory_order_relaxed);
       if (!failed) return;
@@ -135,42 +139,16 @@ std::int64_t circuit_breaker::slot_of(clock::time_point now) const {
   return now <= epoch_ ? 0 : (now - epoch_).count() / width;
 }
 
-std::int64_t circuit_breaker::count_start(clock::time_point now, bool locked) {
+void circuit_breaker::count(bool failed, clock::time_point now) {
   const auto slot = slot_of(now);
   auto& b = window_[static_cast<std::size_t>(slot) % buckets];
-  if (b.slot.load(std::memory_order_relaxed) != slot) {  // once a tenth of the window: a new bucket
-    std::unique_lock lock(mutex_, std::defer_lock);
-    if (!locked) lock.lock();
-    start_bucket(b, slot);
+  if (b.slot.load(std::memory_order_relaxed) != slot) {
+    b.calls.store(0, std::memory_order_relaxed);
+    b.failures.store(0, std::memory_order_relaxed);
+    b.slot.store(slot, std::memory_order_relaxed);
   }
   b.calls.fetch_add(1, std::memory_order_relaxed);
-  return slot;
-}
-
-void circuit_breaker::start_bucket(bucket& b, std::int64_t slot) {
-  if (b.slot.load(std::memory_order_relaxed) == slot) return;
-  b.calls.store(0, std::memory_order_relaxed);
-  b.failures.store(0, std::memory_order_relaxed);
-  b.slot.store(slot, std::memory_order_relaxed);
-}
-
-void circuit_breaker::uncount_start(std::int64_t slot) {
-  if (slot < 0) return;
-  auto& b = window_[static_cast<std::size_t>(slot) % buckets];
-  if (b.slot.load(std::memory_order_relaxed) != slot) return;  // its tenth has left the window
-  auto calls = b.calls.load(std::memory_order_relaxed);
-  while (calls > 0 && !b.calls.compare_exchange_weak(calls, calls - 1, std::memory_order_relaxed)) {
-  }
-}
-
-// A failure counts in the tenth it ended in; its start counted in the tenth it started in (a call longer
-// than the window: in none of them any more, so the failures of a tenth may exceed its starts; see
-// window_totals).
-void circuit_breaker::count_failure(clock::time_point now) {
-  const auto slot = slot_of(now);
-  auto& b = window_[static_cast<std::size_t>(slot) % buckets];
-  start_bucket(b, slot);
-  b.failures.fetch_add(1, std::memory_order_relaxed);
+  if (failed) b.failures.fetch_add(1, std::memory_order_relaxed);
 }
 
 circuit_breaker::totals circuit_breaker::window_totals(clock::time_point now) const {
@@ -182,7 +160,6 @@ circuit_breaker::totals circuit_breaker::window_totals(clock::time_point now) co
     t.calls += b.calls.load(std::memory_order_relaxed);
     t.failures += b.failures.load(std::memory_order_relaxed);
   }
-  t.calls = std::max(t.calls, t.failures);
   return t;
 }
 

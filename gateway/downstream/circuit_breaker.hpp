@@ -6,13 +6,6 @@
 // same way by the lane when it picks the endpoint for an attempt (http_lane): an open one is left out.
 //
 //   closed --(failure ratio over the window, or N failures in a row)--> open
-//
-// The ratio is failures over the calls *started* in the window (counted when allow() lets them through),
-// not over those that have ended: in a burst the fast failures (a connect timeout after 100 ms) end before
-// the good answers of the same burst (150 ms), and a breaker judging only what has ended would see 20 of
-// the first 20 fail while 980 more calls were on their way to a good answer. A call that ends counting
-// neither way leaves the count again. In a real outage the calls fail as they end and the ratio reaches
-// the real one as the burst drains: a hung downstream still opens once half of what was sent has failed.
 //   open --(cooldown passed, at the next call)--> half_open
 //   half_open --(every probe call succeeded)--> closed;  --(a probe failed)--> open
 //
@@ -22,10 +15,9 @@
 // neither way (a cancelled probe gives its place back). Each transition is logged once (warn when it opens,
 // info otherwise) and counted.
 //
-// Thread safety: allow() in the closed state reads two atomics and increments one counter (open within the
-// cooldown: reads two atomics), and record() of a success while closed reads two; everything else takes a
-// mutex held for a few counter updates and, at a transition, one log line; never across I/O, a callback or
-// a wake-up.
+// Thread safety: allow() in the closed state, or open within the cooldown, reads one or two atomics, and
+// so does record() of a success while closed (plus one counter increment); everything else takes a mutex held
+// for a few counter updates and, at a transition, one log line; never across I/O, a callback or a wake-up.
 
 #include "gateway/config/config.hpp"
 #include "gateway/core/duration.hpp"
@@ -45,9 +37,8 @@ class circuit_breaker {
 
   struct ticket {
     std::uint32_t generation = 0;
-    bool allowed = false;    // false: the breaker refused the call (nothing to record)
-    bool probe = false;      // a half-open probe
-    std::int64_t slot = -1;  // the tenth of the window it was counted in when it started (closed), or -1
+    bool allowed = false;  // false: the breaker refused the call (nothing to record)
+    bool probe = false;    // a half-open probe
   };
 
   // `endpoint`: empty for the downstream's own breaker, else the endpoint's address ("10.0.0.7:8080").
@@ -66,10 +57,9 @@ class circuit_breaker {
 
  private:
   static constexpr std::size_t buckets = 10;  // the window in tenths
-  // A call is counted without the lock when it starts in the closed state and the bucket is current;
-  // a bucket is started again (slot, counts) under the lock. A count racing a restart may land in the
-  // wrong tenth: a breaker decides on ratios over hundreds of calls, and one call more or less does not
-  // change that.
+  // Counted without the lock by a success in the closed state when the bucket is current; started
+  // again (slot, counts) under the lock. A count racing a restart may land in the wrong tenth: a breaker
+  // decides on ratios over hundreds of calls, and one call more or less does not change that.
   struct bucket {
     std::atomic<std::int64_t> slot{-1};  // which tenth of time it counts (since epoch_), -1: unused
     std::atomic<std::uint32_t> calls{0};
@@ -81,11 +71,7 @@ class circuit_breaker {
   };
 
   void enter(state to, clock::time_point now, const std::string& why);  // under the lock; logs it
-  // A call started now, counted: the slot it was counted in. `locked`: the caller holds the lock.
-  std::int64_t count_start(clock::time_point now, bool locked = false);
-  void count_failure(clock::time_point now);  // under the lock
-  void uncount_start(std::int64_t slot);
-  void start_bucket(bucket& b, std::int64_t slot);  // under the lock: `b` counts `slot` from zero
+  void count(bool failed, clock::time_point now);
   totals window_totals(clock::time_point now) const;
   std::int64_t slot_of(clock::time_point now) const;
 
