@@ -20,6 +20,8 @@
 #include <mutex>
 #include <regex>
 #include <string>
+#include <tuple>
+#include <utility>
 
 using namespace test_support;
 using namespace std::chrono_literals;
@@ -27,6 +29,13 @@ using namespace std::chrono_literals;
 namespace {
 
 using steady = std::chrono::steady_clock;
+
+// An answer and how long it took, in whole milliseconds.
+std::pair<http_response, std::chrono::milliseconds> timed_get(std::uint16_t port, const std::string& target) {
+  const auto start = steady::now();
+  auto answer = http_get(port, target);
+  return {std::move(answer), std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start)};
+}
 
 // The answers of the scripted downstream by path (e.g. "/price"), changeable while it runs; a path without
 // one answers {"ok":true}.
@@ -175,9 +184,7 @@ TEST_CASE("pass_status: among calls that pass, the first listed decides and late
       - {name: third, downstream: d, path: /third, pass_status: [401, 403]}
 )";
   gateway_process gw(config);
-  auto start = steady::now();
-  auto r = http_get(gw.port(), "/api/two");
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  auto [r, took] = timed_get(gw.port(), "/api/two");
   INFO("answered in " << took.count() << " ms");
   // The first call answers last but is listed first: its 403 is the answer, without the second's fields.
   CHECK(r.status == 403);
@@ -188,9 +195,7 @@ TEST_CASE("pass_status: among calls that pass, the first listed decides and late
 
   // The first call answers well: the second's 401 decides, once the first has answered.
   a.set("/first", 200, json_type, R"({"fine":true})", 300ms);
-  start = steady::now();
-  r = http_get(gw.port(), "/api/two");
-  took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  std::tie(r, took) = timed_get(gw.port(), "/api/two");
   INFO("answered in " << took.count() << " ms");
   CHECK(r.status == 401);
   CHECK(r.body == bad_token);
@@ -226,17 +231,13 @@ TEST_CASE(
   gateway_process gw(config);
   // The required call fails at once, but the call listed before it may still pass its answer: it is
   // waited for, and its 401 decides.
-  auto start = steady::now();
-  auto r = http_get(gw.port(), "/api/order");
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  auto [r, took] = timed_get(gw.port(), "/api/order");
   INFO("answered in " << took.count() << " ms");
   CHECK(r.status == 401);
   CHECK(r.body == bad_token);
   CHECK(took >= 250ms);
   // An optional call without pass_status listed first cannot decide: it is cancelled, not waited for.
-  start = steady::now();
-  r = http_get(gw.port(), "/api/late");
-  took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  std::tie(r, took) = timed_get(gw.port(), "/api/late");
   INFO("answered in " << took.count() << " ms");
   CHECK(r.status == 401);
   CHECK(took < 1500ms);
@@ -296,9 +297,7 @@ TEST_CASE("pass_status: a passed answer wins at once over a hedged attempt still
     return {{"", 2800ms}};
   });
   gateway_process gw(price_config(d, true, "    hedge: {delay: 50ms, budget_percent: 100}\n"));
-  const auto start = steady::now();
-  const auto r = http_get(gw.port(), "/api/price");
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+  const auto [r, took] = timed_get(gw.port(), "/api/price");
   INFO("answered in " << took.count() << " ms");
   CHECK(r.status == 401);
   CHECK(r.body == bad_token);

@@ -96,6 +96,18 @@ struct harness {
     fr.request_id = "id";
     return fr;
   }
+  // Runs `fr` in a coroutine of its own once the io_context runs; `results` gets what run() returns.
+  void spawn_run(const fanout_request& fr, std::vector<call_result>& results) {
+    net::spawn(
+        ioc,
+        [&fr, &results](net::yield_context yield) {
+          fanout f(yield.get_executor());
+          results = f.run(fr, yield);
+        },
+        [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        });
+  }
 };
 
 }  // namespace
@@ -139,15 +151,7 @@ TEST_CASE("fanout: a failed required call cancels the others and ends the fan-ou
   std::vector<downstream*> targets{&failing, &slow, &slow};
   const auto fr = h.request(cfg, targets);
   std::vector<call_result> results;
-  net::spawn(
-      h.ioc,
-      [&](net::yield_context yield) {
-        fanout f(yield.get_executor());
-        results = f.run(fr, yield);
-      },
-      [](std::exception_ptr e) {
-        if (e) std::rethrow_exception(e);
-      });
+  h.spawn_run(fr, results);
   const auto start = std::chrono::steady_clock::now();
   h.ioc.run_for(10s);
   REQUIRE(results.size() == 3);
@@ -166,15 +170,7 @@ TEST_CASE("fanout: a call's own timeout cuts it first, the request's deadline th
   auto fr = h.request(cfg, targets);
   fr.deadline = clock::now() + 300ms;
   std::vector<call_result> results;
-  net::spawn(
-      h.ioc,
-      [&](net::yield_context yield) {
-        fanout f(yield.get_executor());
-        results = f.run(fr, yield);
-      },
-      [](std::exception_ptr e) {
-        if (e) std::rethrow_exception(e);
-      });
+  h.spawn_run(fr, results);
   const auto start = std::chrono::steady_clock::now();
   h.ioc.run_for(10s);
   CHECK(h.ioc.stopped());  // nothing left behind: run_for returned for want of work
@@ -245,15 +241,7 @@ routes:
   std::vector<downstream*> targets{&plain, &forbidden, &unauthorised, &after};
   const auto fr = h.request(cfg, targets);
   std::vector<call_result> results;
-  net::spawn(
-      h.ioc,
-      [&](net::yield_context yield) {
-        fanout f(yield.get_executor());
-        results = f.run(fr, yield);
-      },
-      [](std::exception_ptr e) {
-        if (e) std::rethrow_exception(e);
-      });
+  h.spawn_run(fr, results);
   const auto start = std::chrono::steady_clock::now();
   h.ioc.run_for(10s);
   const auto took = std::chrono::steady_clock::now() - start;
