@@ -32,6 +32,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +54,7 @@ struct worker {
   net::executor_work_guard<net::io_context::executor_type> guard{ioc.get_executor()};
   session_registry sessions;
   heartbeat beat{ioc};
+  net::steady_timer fresh_grace{ioc};  // the drain: new connections' time to send their first request
 };
 
 double unix_seconds_now() {
@@ -337,13 +339,22 @@ reload_report server::impl::reload() {
   return report;
 }
 
-// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones. The admin
-// listener stops accepting too: a process that restarts this one may share its port, and new probes and
-// scrapes belong to it now (admin_server.hpp).
+// The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones, and a new
+// connection still waiting for its first request gets drain_idle_grace to send it (session_registry.hpp).
+// The admin listener stops accepting too: a process that restarts this one may share its port, and new
+// probes and scrapes belong to it now (admin_server.hpp).
 void server::impl::close_listener() {
   listener->close();
   admin->stop_accepting();
-  for (auto& w : workers) net::post(w->ioc, [&w = *w] { w.sessions.close_idle(); });
+  for (auto& w : workers) {
+    net::post(w->ioc, [&w = *w] {
+      w.sessions.close_idle(false);
+      w.fresh_grace.expires_after(drain_idle_grace);
+      w.fresh_grace.async_wait([&w](const boost::system::error_code& ec) {
+        if (!ec) w.sessions.close_idle(true);
+      });
+    });
+  }
 }
 
 void server::impl::stop() {
@@ -357,6 +368,7 @@ void server::impl::stop() {
     auto& w = *workers[i];
     net::post(w.ioc, [this, &w, i] {
       w.beat.stop();
+      w.fresh_grace.cancel();
       w.sessions.close_all();
       std::vector<std::shared_ptr<downstream_instance>> all;
       {

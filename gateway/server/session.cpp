@@ -61,9 +61,6 @@ unsigned status_for_read_error(const error_code& ec) {
 constexpr auto linger_time = std::chrono::seconds(5);
 constexpr std::size_t linger_bytes = 64 * 1024 * 1024;
 
-// While the gateway drains, a kept-alive connection waits this long for one more request, then closes.
-constexpr auto drain_idle_grace = std::chrono::milliseconds(500);
-
 std::string_view header(const http::request<http::string_body>& req, std::string_view name) {
   auto it = req.find(name);
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
@@ -341,6 +338,7 @@ void serve(net::ip::tcp::socket& socket, transport& io, const session_context& c
     first_request = false;
     auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
     listed.set_idle(false);
+    listed.set_fresh(false);
     const auto started = clock::now();
     if (auto now = ctx.generation->load(); generation != now) generation = std::move(now);  // a reload's
     const auto& handler = *generation->handler;

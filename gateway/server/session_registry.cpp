@@ -6,10 +6,10 @@ namespace gateway {
 
 using boost::system::error_code;
 
-void session_registry::close_idle() {
+void session_registry::close_idle(bool fresh_too) {
   walking_ = true;
   for (auto& e : entries_) {
-    if (!e.idle) continue;
+    if (!e.idle || (e.fresh && !fresh_too)) continue;
     int pending = 0;
     if (::ioctl(e.socket->native_handle(), FIONREAD, &pending) == 0 && pending > 0) continue;
     error_code ignored;

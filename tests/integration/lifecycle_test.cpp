@@ -217,6 +217,28 @@ TEST_CASE("drain: shutdown.timeout cancels the requests still running and the ga
   for (auto& conn : conns) CHECK(conn.wait_closed_by_peer(1s));
 }
 
+TEST_CASE("drain: a connection accepted just before the listener closed is served its first request",
+          "[drain][restart]") {
+  // In a restart the client cannot know the old process is draining: a connection it opened just before
+  // the listener closed is owed its first request (a kept-alive one, which has had its answers, is not).
+  mock_downstream mock({"--delay", "5ms"});
+  seed_config cfg{mock.url()};
+  gateway_process gw(cfg.yaml() + "shutdown:\n  drain_delay: 0s\n  timeout: 5s\n");
+  http_connection kept(gw.port());
+  check_offer(kept.get(offer_target("K1")), "K1");
+  http_connection fresh(gw.port());
+  std::this_thread::sleep_for(200ms);  // accepted by now; no request yet
+  REQUIRE(::kill(gw.process().pid(), SIGTERM) == 0);
+  CHECK(kept.wait_closed_by_peer(2s));  // the drain has closed the connections waiting for another request
+  const auto r = fresh.get(offer_target("F1"));
+  check_offer(r, "F1");
+  CHECK(r.header("Connection").value_or("") == "close");
+  const auto status = gw.process().wait_exit(5s);
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+}
+
 TEST_CASE("drain: a second signal stops the gateway at once", "[drain]") {
   mock_downstream mock(all_hang_args("5ms"));
   seed_config cfg{mock.url()};
