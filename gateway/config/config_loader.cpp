@@ -21,10 +21,10 @@ namespace gateway {
 
 namespace {
 
-gateway_config read_config(const YAML::Node& root, std::vector<config_error>& errors) {
+gateway_config read_config(const YAML::Node& root, std::vector<config_error>& errors, bool offline) {
   gateway_config cfg;
   yaml_reader::secret_collector secrets(cfg.secret_values);
-  config_parse_state state{errors, {}, {}, {}};
+  config_parse_state state{errors, {}, {}, {}, offline};
   yaml_reader top(root, errors, "top level");
   // Keys that belong to a section, written at the top level.
   top.advise("deadline", "deadline is set per route (routes[].deadline)");
@@ -46,7 +46,8 @@ gateway_config read_config(const YAML::Node& root, std::vector<config_error>& er
 
 }  // namespace
 
-config_load_result load_config_text(std::string_view yaml, const std::string& source_name) {
+config_load_result load_config_text(std::string_view yaml, const std::string& source_name,
+                                    const load_options& options) {
   config_load_result result;
   YAML::Node root;
   try {
@@ -64,7 +65,7 @@ config_load_result load_config_text(std::string_view yaml, const std::string& so
     result.errors.push_back({1, 1, "the configuration must be a YAML mapping"});
     return result;
   }
-  auto cfg = read_config(root, result.errors);
+  auto cfg = read_config(root, result.errors, options.offline);
   cfg.source = source_name;
   // In file order: a typo is then reported before the errors it causes further down.
   std::stable_sort(result.errors.begin(), result.errors.end(),
@@ -111,11 +112,11 @@ std::string config_version(std::string_view text) {
   return out;
 }
 
-config_load_result load_config_file(const std::string& path) {
+config_load_result load_config_file(const std::string& path, const load_options& options) {
   config_error error;
   const auto text = read_config_text(path, error);
   if (!text) return {std::nullopt, {error}};
-  return load_config_text(*text, path);
+  return load_config_text(*text, path, options);
 }
 
 std::string format_config_error(const std::string& file, const config_error& error) {

@@ -22,8 +22,16 @@ struct config_load_result {
   std::vector<config_error> errors;
 };
 
-config_load_result load_config_text(std::string_view yaml, const std::string& source_name);
-config_load_result load_config_file(const std::string& path);
+struct load_options {
+  // Nothing on this machine's file system is read beyond the configuration itself: TLS files (and the
+  // system's trust store) are not loaded into contexts, so the result only says whether the text is valid
+  // (`gateway --check --offline`, for a configuration meant for another machine, a pod say); it cannot run.
+  bool offline = false;
+};
+
+config_load_result load_config_text(std::string_view yaml, const std::string& source_name,
+                                    const load_options& options = {});
+config_load_result load_config_file(const std::string& path, const load_options& options = {});
 // The file's text (at most 16 MiB), or nullopt with why not in `error` (line 0).
 std::optional<std::string> read_config_text(const std::string& path, config_error& error);
 // A version that names a configuration's text: the first 16 hex digits of its SHA-256.

@@ -26,6 +26,7 @@ struct config_parse_state {
   std::optional<YAML::Mark> server_listen_at;
   std::optional<YAML::Mark> admin_listen_at;
   std::vector<std::pair<std::string, YAML::Mark>> downstream_max_at;  // downstream -> its max_connections
+  bool offline = false;  // load_options::offline: TLS files are not read
 };
 
 // server_sections.cpp

@@ -225,7 +225,7 @@ void read_tls(config_parse_state& state, const YAML::Node* node, downstream_sett
       r->error_at(t.cert_file.empty() ? "key_file" : "cert_file", "cert_file and key_file go together");
     r->finish();
   }
-  if (state.errors.size() != errors_before) return;
+  if (state.errors.size() != errors_before || state.offline) return;
   tls_client_context::problem why;
   // Taken before the files are read for the context: a change in between shows at the next check.
   t.files_digest = tls_client_context::files_digest(t);

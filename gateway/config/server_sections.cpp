@@ -54,7 +54,7 @@ void read_listener_tls(config_parse_state& state, const YAML::Node& node, listen
   if (r.duration("reload_interval", t.reload_interval) && t.reload_interval < milliseconds(100))
     r.error_at("reload_interval", "reload_interval must be at least 100ms");
   r.finish();
-  if (state.errors.size() != errors_before) return;
+  if (state.errors.size() != errors_before || state.offline) return;
   tls_server_context::problem why;
   t.context = tls_server_context::load(t, why);
   if (!t.context) r.error_at(why.key, why.message);
