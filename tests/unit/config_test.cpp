@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace gateway;
 
@@ -74,6 +75,44 @@ TEST_CASE("a good file loads with every value", "[config]") {
   CHECK(call.fields == std::vector<std::string>{"priceCent"});
   CHECK(nlohmann::json::parse("{" + call.fallback_members + "}") ==
         nlohmann::json{{"priceCent", -1}, {"label", "x"}, {"ok", false}});
+}
+
+TEST_CASE("the shipped configurations do not drift apart: the same routes, downstreams and their behaviour",
+          "[config]") {
+  // config/gateway.yaml (the quick start and the image), deploy/base (Kubernetes) and the postgres overlay
+  // are copies kept by hand. What may differ: the listeners, limits, shutdown and connection caps sized for
+  // where each runs, and where a downstream is (url, database, driver, dsn). Everything a client or a
+  // downstream would notice must be the same.
+  ::setenv("DB_PASSWORD", "x", 0);  // the postgres overlay's DSN takes it from the environment
+  const auto shape = [](const std::string& relative) {
+    const auto r = load_config_file(std::string(SOURCE_DIR) + relative, {.offline = true});
+    for (const auto& e : r.errors) INFO(format_config_error(relative, e));
+    REQUIRE(r.config.has_value());
+    auto j = effective_config_json(*r.config);
+    nlohmann::json kept;
+    kept["routes"] = j["routes"];
+    for (auto& [name, d] : j["downstreams"].items()) {
+      for (const auto* where : {"url", "database", "driver", "dsn", "read_only", "kind", "max_connections"})
+        d.erase(where);
+      if (d.contains("sql")) {
+        for (const auto* where : {"database", "driver", "dsn", "read_only"}) d["sql"].erase(where);
+      }
+      kept["downstreams"][name] = d;
+    }
+    return kept;
+  };
+  const auto shipped = shape("/config/gateway.yaml");
+  for (const auto* copy :
+       {"/deploy/base/config/gateway.yaml", "/deploy/overlays/postgres/config/gateway.yaml"}) {
+    INFO(copy);
+    const auto other = shape(copy);
+    CHECK(other["routes"] == shipped["routes"]);
+    for (auto& [name, d] : shipped["downstreams"].items()) {
+      INFO("downstream " << name << ": " << nlohmann::json::diff(d, other["downstreams"][name]).dump());
+      CHECK(other["downstreams"][name] == d);
+    }
+    CHECK(other["downstreams"].size() == shipped["downstreams"].size());
+  }
 }
 
 TEST_CASE("the shipped default configuration loads", "[config]") {
