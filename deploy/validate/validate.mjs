@@ -35,6 +35,10 @@ const MODELS = {
     module: "kubernetes-models/networking.k8s.io/v1/NetworkPolicy",
     type: "INetworkPolicy",
   },
+  "networking.k8s.io/v1/Ingress": {
+    module: "kubernetes-models/networking.k8s.io/v1/Ingress",
+    type: "IIngress",
+  },
   "policy/v1/PodDisruptionBudget": {
     module: "kubernetes-models/policy/v1/PodDisruptionBudget",
     type: "IPodDisruptionBudget",
@@ -63,6 +67,38 @@ const CUSTOM_RESOURCES = {
     });
     const known = ["selector", "podMetricsEndpoints", "namespaceSelector", "jobLabel", "podTargetLabels",
       "sampleLimit", "targetLimit"];
+    for (const key of Object.keys(spec)) if (!known.includes(key)) errors.push(`/spec/${key} is not expected here`);
+    return errors;
+  },
+  // deploy/examples/gateway-api: the route must attach to a Gateway and send to a Service port.
+  "gateway.networking.k8s.io/v1/HTTPRoute": (data) => {
+    const errors = [];
+    const spec = data.spec ?? {};
+    if (!isName(data.metadata?.name)) errors.push("/metadata/name missing or not a DNS label");
+    const parents = spec.parentRefs;
+    if (!Array.isArray(parents) || parents.length === 0) errors.push("/spec/parentRefs is empty");
+    (parents ?? []).forEach((p, i) => {
+      if (!isName(p?.name)) errors.push(`/spec/parentRefs/${i}/name must name a Gateway`);
+    });
+    const rules = spec.rules;
+    if (!Array.isArray(rules) || rules.length === 0) errors.push("/spec/rules is empty");
+    (rules ?? []).forEach((r, i) => {
+      const backends = r?.backendRefs;
+      if (!Array.isArray(backends) || backends.length === 0) errors.push(`/spec/rules/${i}/backendRefs is empty`);
+      (backends ?? []).forEach((b, j) => {
+        if (!isName(b?.name)) errors.push(`/spec/rules/${i}/backendRefs/${j}/name must name a Service`);
+        if (!Number.isInteger(b?.port) || b.port < 1 || b.port > 65535) {
+          errors.push(`/spec/rules/${i}/backendRefs/${j}/port must be a port number`);
+        }
+      });
+      (r?.matches ?? []).forEach((m, j) => {
+        const value = m?.path?.value;
+        if (value !== undefined && !String(value).startsWith("/")) {
+          errors.push(`/spec/rules/${i}/matches/${j}/path/value must start with /`);
+        }
+      });
+    });
+    const known = ["parentRefs", "hostnames", "rules"];
     for (const key of Object.keys(spec)) if (!known.includes(key)) errors.push(`/spec/${key} is not expected here`);
     return errors;
   },
