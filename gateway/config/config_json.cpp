@@ -1,5 +1,7 @@
 #include "gateway/config/config_json.hpp"
 
+#include "gateway/config/config_values.hpp"
+
 namespace gateway {
 
 std::string format_listen(const listen_address& a) {
@@ -82,12 +84,7 @@ nlohmann::json downstream_json(const downstream_settings& d) {
                           {"cooldown", format_duration(b.cooldown)},
                           {"half_open_calls", b.half_open_calls}};
   auto& failures = j["circuit_breaker"]["failures"] = nlohmann::json::array();
-  for (const auto& [bit, name] : {std::pair{failure_rule::connect, "connect"},
-                                  {failure_rule::reset, "reset"},
-                                  {failure_rule::timeout, "timeout"},
-                                  {failure_rule::invalid_answer, "invalid_answer"},
-                                  {failure_rule::status_5xx, "5xx"},
-                                  {failure_rule::status_4xx, "4xx"}}) {
+  for (const auto& [name, bit] : failure_kind_names) {
     if ((b.failures.kinds & bit) != 0) failures.push_back(name);
   }
   for (const auto status : b.failures.statuses) failures.push_back(std::to_string(status));

@@ -3,6 +3,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 
@@ -17,6 +18,14 @@ std::optional<std::pair<std::string, std::string>> split_host_port(std::string_v
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   return std::pair(std::move(host), std::string(digits));
+}
+
+std::optional<unsigned> parse_status_code(std::string_view text, unsigned lowest, unsigned highest) {
+  unsigned status = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
+  if (ec != std::errc() || end != text.data() + text.size() || status < lowest || status > highest)
+    return std::nullopt;
+  return status;
 }
 
 std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t& port) {

@@ -6,6 +6,7 @@
 
 #include "gateway/config/config.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,19 @@ namespace gateway {
 
 // "HOST:PORT" or "[V6]:PORT" split into the host and the port's digits; nothing when it has no such shape.
 std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view text);
+
+// The HTTP status code written in `text` (digits only) when it is within lowest..highest.
+std::optional<unsigned> parse_status_code(std::string_view text, unsigned lowest, unsigned highest);
+
+// The names of the kinds of failure_rule, as `circuit_breaker.failures` writes them.
+inline constexpr std::array<std::pair<std::string_view, std::uint8_t>, 6> failure_kind_names{{
+    {"connect", failure_rule::connect},
+    {"reset", failure_rule::reset},
+    {"timeout", failure_rule::timeout},
+    {"invalid_answer", failure_rule::invalid_answer},
+    {"5xx", failure_rule::status_5xx},
+    {"4xx", failure_rule::status_4xx},
+}};
 
 // The port written in `digits`, or an error message when it is outside lowest..65535.
 std::string parse_port(const std::string& digits, unsigned lowest, std::uint16_t& port);

@@ -58,32 +58,23 @@ void read_sql_downstream(yaml_reader& r, downstream_settings& d) {
 void read_failure_rule(yaml_reader& r, failure_rule& rule) {
   std::vector<std::string> listed;
   if (!r.string_list("failures", listed)) return;
-  static constexpr std::array<std::pair<std::string_view, std::uint8_t>, 6> kinds{{
-      {"connect", failure_rule::connect},
-      {"reset", failure_rule::reset},
-      {"timeout", failure_rule::timeout},
-      {"invalid_answer", failure_rule::invalid_answer},
-      {"5xx", failure_rule::status_5xx},
-      {"4xx", failure_rule::status_4xx},
-  }};
   rule = {0, {}};
   for (const auto& text : listed) {
-    const auto kind =
-        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == text; });
-    if (kind != kinds.end()) {
+    const auto kind = std::find_if(failure_kind_names.begin(), failure_kind_names.end(),
+                                   [&](const auto& k) { return k.first == text; });
+    if (kind != failure_kind_names.end()) {
       rule.kinds |= kind->second;
       continue;
     }
-    unsigned status = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
-    if (ec != std::errc() || end != text.data() + text.size() || status < 100 || status > 599) {
+    const auto status = parse_status_code(text, 100, 599);
+    if (!status) {
       r.error_at("failures",
                  "failures lists connect, reset, timeout, invalid_answer, 5xx, 4xx or HTTP status "
                  "codes (100-599), not '" +
                      text + "'");
       return;
     }
-    rule.statuses.push_back(static_cast<std::uint16_t>(status));
+    rule.statuses.push_back(static_cast<std::uint16_t>(*status));
   }
 }
 
@@ -111,13 +102,12 @@ void read_retry(config_parse_state& state, const YAML::Node& node, downstream_se
   if (r.string_list("on_status", statuses)) {
     rt.on_status.clear();
     for (const auto& text : statuses) {
-      unsigned status = 0;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
-      if (ec != std::errc() || end != text.data() + text.size() || status < 100 || status > 599) {
+      const auto status = parse_status_code(text, 100, 599);
+      if (!status) {
         r.error_at("on_status", "on_status must list HTTP status codes (100-599), not '" + text + "'");
         break;
       }
-      rt.on_status.push_back(status);
+      rt.on_status.push_back(*status);
     }
   }
   r.boolean("on_reset", rt.on_reset);

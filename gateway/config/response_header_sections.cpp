@@ -3,6 +3,7 @@
 // `pass_headers` (passed_answer_policy): the answers that become the client's whole answer.
 
 #include "gateway/config/config_sections.hpp"
+#include "gateway/config/config_values.hpp"
 #include "gateway/config/yaml_reader.hpp"
 #include "gateway/core/char_class.hpp"
 #include "gateway/core/http_text.hpp"
@@ -128,18 +129,17 @@ void read_passed_answer(yaml_reader& r, passed_answer_policy& out) {
   std::vector<std::string> statuses;
   if (r.string_list("pass_status", statuses)) {
     for (const auto& text : statuses) {
-      unsigned status = 0;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), status);
       // A 1xx-3xx is no answer to pass: an interim answer is skipped, a 2xx merged, a 3xx not followed.
-      if (ec != std::errc() || end != text.data() + text.size() || status < 400 || status > 599) {
+      const auto status = parse_status_code(text, 400, 599);
+      if (!status) {
         r.error_at("pass_status", "pass_status must list statuses from 400 to 599, not '" + text + "'");
         return;
       }
-      if (out.passes(status)) {
+      if (out.passes(*status)) {
         r.error_at("pass_status", "pass_status lists " + text + " twice");
         return;
       }
-      out.statuses.push_back(status);
+      out.statuses.push_back(*status);
     }
   }
   std::vector<std::string> names;

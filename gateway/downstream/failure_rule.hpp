@@ -13,6 +13,13 @@ namespace gateway {
 // timeout while connecting), `status` the answer's status (0: none).
 bool counts_as_failure(const failure_rule& rule, call_outcome outcome, call_error error, unsigned status);
 
+// An answer with `status` that a pass-through route relays: a failure when `rule` counts that status.
+inline bool counts_answer_status(const failure_rule& rule, unsigned status) {
+  return status >= 400 &&
+         counts_as_failure(rule, call_outcome::error,
+                           status >= 500 ? call_error::status_5xx : call_error::status_4xx, status);
+}
+
 inline bool counts_as_failure(const failure_rule& rule, const call_result& r) {
   return r.contacted && counts_as_failure(rule, r.outcome, r.error, r.status);
 }

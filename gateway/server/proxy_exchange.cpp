@@ -680,10 +680,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   const bool reusable = !to_end && parser->keep_alive() && !extra && request_whole;
   if (bodiless) link.answered_without_body();
   // A relayed answer is the endpoint's failure when the failure rule counts its status (a 5xx by default).
-  link.finish(reusable,
-              status >= 400 &&
-                  counts_as_failure(to_.breaker.failures, call_outcome::error,
-                                    status >= 500 ? call_error::status_5xx : call_error::status_4xx, status));
+  link.finish(reusable, counts_answer_status(to_.breaker.failures, status));
   return relayed::done;
 }
 
@@ -746,17 +743,16 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
     // By the downstream's failure rule, from the outcome counted (a relayed answer by its status); the
     // gateway's own refusals (a full pool, a client's error) and a client that left count neither way.
     const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
-    auto outcome = counted_outcome_;
-    auto kind = counted_error_;
-    if (outcome == call_outcome::ok && answered_status_ >= 400) {
-      outcome = call_outcome::error;
-      kind = answered_status_ >= 500 ? call_error::status_5xx : call_error::status_4xx;
-    }
-    const auto verdict = done.status == 499 || own ? call_outcome::cancelled
-                         : counts_as_failure(to_.breaker.failures, outcome, kind, answered_status_)
-                             ? call_outcome::error
-                         : outcome == call_outcome::ok ? call_outcome::ok
-                                                       : call_outcome::cancelled;
+    // A relayed 4xx is `ok` in the call metrics (the downstream answered); the rule judges its status.
+    const bool relayed_4xx = counted_outcome_ == call_outcome::ok && answered_status_ >= 400;
+    const auto& rule = to_.breaker.failures;
+    const bool failed = relayed_4xx
+                            ? counts_answer_status(rule, answered_status_)
+                            : counts_as_failure(rule, counted_outcome_, counted_error_, answered_status_);
+    const auto verdict = done.status == 499 || own                              ? call_outcome::cancelled
+                         : failed                                               ? call_outcome::error
+                         : counted_outcome_ == call_outcome::ok && !relayed_4xx ? call_outcome::ok
+                                                                                : call_outcome::cancelled;
     breaker->record(ticket, verdict, clock::now());
   }
   end_span(done);

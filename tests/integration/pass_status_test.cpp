@@ -8,6 +8,7 @@
 
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/offer_checks.hpp"
 #include "tests/support/processes.hpp"
 #include "tests/support/scripted_downstream.hpp"
 
@@ -34,7 +35,7 @@ using steady = std::chrono::steady_clock;
 std::pair<http_response, std::chrono::milliseconds> timed_get(std::uint16_t port, const std::string& target) {
   const auto start = steady::now();
   auto answer = http_get(port, target);
-  return {std::move(answer), std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start)};
+  return {std::move(answer), elapsed_since(start)};
 }
 
 // The answers of the scripted downstream by path (e.g. "/price"), changeable while it runs; a path without
