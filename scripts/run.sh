@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Quick start: installs what is missing, builds the release binaries, creates the inventory database
+# Quick start: installs the build packages that are missing (not the test suite's), builds the two binaries
+# it runs (gateway and mock-downstream, preset quickstart), creates the inventory database
 # (data/offers.db) if missing, starts the bundled mock downstreams and the gateway on
 # config/gateway.yaml, and prints a curl line to try. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh release
+scripts/setup.sh build
+scripts/build.sh quickstart
 scripts/seed-db.sh data/offers.db
 
-bin=build/release/bin
+bin=build/quickstart/bin
 config="${GATEWAY_CONFIG:-config/gateway.yaml}"
 logs=$(mktemp -d)
 # The seed's downstream latencies: the mock answers each path after its own delay.

@@ -10,7 +10,15 @@ for preset in release portable asan; do
   echo "=== build: $preset"
   scripts/build.sh "$preset"
   echo "=== test: $preset"
-  ctest --preset "$preset" -j "${GATEWAY_TEST_JOBS:-2}"
+  ctest --preset "$preset" -j "${GATEWAY_TEST_JOBS:-2}" | tee "build/$preset/ctest.log"
+  # No test may vanish unnoticed (a target left out of the build, a case no longer registered): fewer
+  # tests run than the floor in tests/minimum-test-count fails. Raise the floor when tests are added.
+  ran=$(sed -nE 's/.* tests failed out of ([0-9]+)$/\1/p' "build/$preset/ctest.log" | tail -1)
+  floor=$(grep -v '^#' tests/minimum-test-count)
+  if [ "${ran:-0}" -lt "$floor" ]; then
+    echo "test.sh: $preset ran ${ran:-0} tests, fewer than the floor of $floor (tests/minimum-test-count)" >&2
+    exit 1
+  fi
 done
 # libFuzzer targets, each for a bounded time on the committed corpus, and mutated HTTP against the real
 # gateway with a survival check.

@@ -1,12 +1,12 @@
 #include "gateway/aggregate/fanout.hpp"
 
-#include "gateway/aggregate/answer_fields.hpp"
-#include "gateway/core/memory_budget.hpp"
-#include "gateway/core/stack_cache.hpp"
+#include "gateway/downstream/answer_fields.hpp"
 #include "gateway/downstream/call_trace.hpp"
 #include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/share_key.hpp"
+#include "gateway/runtime/memory_budget.hpp"
+#include "gateway/runtime/stack_cache.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -202,7 +202,7 @@ void fanout::start_call(std::size_t index) {
   const auto call = make_request(index, target_text, body_text);
   if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
     stale_keys_[index] = share_key(call);
-    stale_cache::fresh_fields kept;
+    answer_cache::fresh_fields kept;
     if (auto fresh = cache->get_fresh(stale_keys_[index], started_, &kept)) {  // without a call
       stale_keys_[index].clear();
       call_result result;

@@ -25,10 +25,11 @@
 // is deferred, so that a fan-out never ends while one of its own loops still runs.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/cancel_source.hpp"
-#include "gateway/core/direct_wake.hpp"
+#include "gateway/downstream/call_headers.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/runtime/cancel_source.hpp"
+#include "gateway/runtime/direct_wake.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/small_vector.hpp>
@@ -43,11 +44,6 @@ namespace gateway {
 // Whether `result` is an answer `call` passes to the client (its pass_status lists the status it came
 // with): then the client's whole answer.
 bool passes_to_client(const call_settings& call, const call_result& result);
-
-// A call's own header fields (call_request::headers).
-struct call_header_fields {
-  std::string_view headers;
-};
 
 struct fanout_request {
   const route_settings* route = nullptr;

@@ -107,16 +107,6 @@ std::string parse_downstream_url(downstream_settings& d) {
   return {};
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (const char c : name) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '_' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool credential_name(std::string_view name) {
   // Without copying: the access log asks it of every query parameter's name.
   const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };

@@ -4,6 +4,7 @@
 // on any thread; each reports a problem as a message (or false), never throws. The section readers
 // (config_sections.hpp) call them and place the message at the value.
 
+#include "gateway/codec/safe_name.hpp"
 #include "gateway/config/config.hpp"
 
 #include <array>
@@ -47,10 +48,6 @@ bool listeners_overlap(const listen_address& a, const listen_address& b);
 // for https); returns an error message or "". A url with credentials (user:password@host) is refused
 // with a message that does not repeat them.
 std::string parse_downstream_url(downstream_settings& d);
-
-// Names end up in response headers (X-Degraded), logs and metric labels: keep them to a safe alphabet.
-bool valid_name(const std::string& name);
-inline constexpr const char* name_rule = "must be 1-64 characters of A-Z a-z 0-9 - _ .";
 
 // Whether a header's or an environment variable's name says its value is a credential (it holds auth, key,
 // token, secret, cookie, password, passwd, credential or session, in any case): such values are never

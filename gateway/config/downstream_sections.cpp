@@ -1,11 +1,11 @@
 // The `downstreams` mapping: one entry per downstream, keyed by its name; kind http (a URL, connection
 // limits and timeouts) or sql (a driver, its database, the pool and the query).
 
+#include "gateway/codec/sql_statement.hpp"
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
-#include "gateway/config/tls_client_context.hpp"
 #include "gateway/config/yaml_reader.hpp"
-#include "gateway/sql/sql_statement.hpp"
+#include "gateway/tls/tls_client_context.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,12 +1,12 @@
 // A `headers` section of a route or a call (header_policy), a call's effective policy, and the server's
 // forwarded style and trusted proxies.
 
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/codec/owned_fields.hpp"
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
 #include "gateway/config/yaml_reader.hpp"
-#include "gateway/core/char_class.hpp"
-#include "gateway/core/http_text.hpp"
-#include "gateway/core/owned_fields.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,7 @@
 // (`^[A-Za-z0-9_-]{1,64}$`, `[0-9]+`), is answered by a byte table and a length check instead, which is
 // several times cheaper and gives RE2's answer (unit-tested against RE2).
 
-#include "gateway/core/char_class.hpp"
+#include "gateway/codec/char_class.hpp"
 
 #include <array>
 #include <cstddef>

@@ -2,11 +2,11 @@
 // policy: which fields of the calls' answers reach the client's answer; a call's `pass_status` and
 // `pass_headers` (passed_answer_policy): the answers that become the client's whole answer.
 
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
 #include "gateway/config/yaml_reader.hpp"
-#include "gateway/core/char_class.hpp"
-#include "gateway/core/http_text.hpp"
 
 #include <algorithm>
 #include <array>

@@ -2,12 +2,12 @@
 // optionally with an RE2 pattern) and its `calls` (each to a downstream already read, with a path
 // template for HTTP, a timeout, the fields kept and a fallback). A call may name only declared params.
 
+#include "gateway/codec/char_class.hpp"
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
 #include "gateway/config/param_pattern.hpp"
 #include "gateway/config/yaml_reader.hpp"
-#include "gateway/core/char_class.hpp"
 
 #include <nlohmann/json.hpp>
 

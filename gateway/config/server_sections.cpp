@@ -4,8 +4,8 @@
 
 #include "gateway/config/config_sections.hpp"
 #include "gateway/config/config_values.hpp"
-#include "gateway/config/tls_server_context.hpp"
 #include "gateway/config/yaml_reader.hpp"
+#include "gateway/tls/tls_server_context.hpp"
 
 #include <array>
 #include <cstdlib>

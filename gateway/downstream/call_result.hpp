@@ -2,8 +2,8 @@
 // What one downstream call produced: a JSON object, or why there is none. Calls never throw for I/O
 // problems; they return one of these.
 
-#include "gateway/aggregate/json_object.hpp"
-#include "gateway/core/duration.hpp"
+#include "gateway/codec/json_object.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <cstdint>
 #include <string>

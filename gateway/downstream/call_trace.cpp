@@ -1,7 +1,7 @@
 #include "gateway/downstream/call_trace.hpp"
 
 #include "gateway/downstream/circuit_breaker.hpp"
-#include "gateway/observe/span_attributes.hpp"
+#include "gateway/trace/span_attributes.hpp"
 
 #include <algorithm>
 #include <chrono>

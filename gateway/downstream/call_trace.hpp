@@ -17,9 +17,9 @@
 // with the call's span, so an attempt's start and end cost no clock reading of their own.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/duration.hpp"
 #include "gateway/downstream/call_result.hpp"
-#include "gateway/observe/trace_record.hpp"
+#include "gateway/runtime/duration.hpp"
+#include "gateway/trace/trace_record.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 

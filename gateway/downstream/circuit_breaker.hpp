@@ -3,7 +3,7 @@
 // thread (breaker_settings says when it opens and closes). The fan-out asks the downstream's allow()
 // before it starts a call and record()s the outcome with the ticket it got: a call refused by an open
 // breaker falls back at once (outcome circuit_open) and costs no I/O. An endpoint's breaker is asked the
-// same way by the lane when it picks the endpoint for an attempt (http_lane): an open one is left out.
+// same way by the lane when it picks the endpoint for an attempt (http_endpoints): an open one is left out.
 //
 //   closed --(failure ratio over the window, or N failures in a row)--> open
 //   open --(cooldown passed, at the next call)--> half_open
@@ -20,8 +20,8 @@
 // for a few counter updates and, at a transition, one log line; never across I/O, a callback or a wake-up.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/duration.hpp"
 #include "gateway/downstream/call_result.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <array>
 #include <atomic>

@@ -14,9 +14,9 @@
 // (an abbreviated handshake) instead of negotiating afresh; keep-alive reuse spares the handshake
 // altogether. A plain pool's connections have no TLS layer and cost nothing for it.
 
-#include "gateway/core/cancel_source.hpp"
-#include "gateway/core/duration.hpp"
-#include "gateway/core/read_readiness.hpp"
+#include "gateway/runtime/cancel_source.hpp"
+#include "gateway/runtime/duration.hpp"
+#include "gateway/runtime/read_readiness.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -9,11 +9,11 @@
 // X-Request-Timeout-Ms) and for the call's own waits.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/cancel_source.hpp"
+#include "gateway/downstream/answer_cache.hpp"
 #include "gateway/downstream/call_result.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/downstream/proxy_link.hpp"
-#include "gateway/downstream/stale_cache.hpp"
+#include "gateway/runtime/cancel_source.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/spawn.hpp>
@@ -109,8 +109,8 @@ class downstream {
   circuit_breaker* breaker() const { return breaker_.get(); }
   void set_breaker(std::unique_ptr<circuit_breaker> breaker) { breaker_ = std::move(breaker); }
   // Its last good answers (stale_if_error), kept and served by the fan-out; null when it keeps none.
-  stale_cache* stale() const { return stale_.get(); }
-  void set_stale(std::unique_ptr<stale_cache> cache) { stale_ = std::move(cache); }
+  answer_cache* stale() const { return stale_.get(); }
+  void set_stale(std::unique_ptr<answer_cache> cache) { stale_ = std::move(cache); }
   // A SQL downstream's query (call_request::sql); null for HTTP.
   const sql_settings* query() const { return query_; }
 
@@ -119,7 +119,7 @@ class downstream {
 
  private:
   std::unique_ptr<circuit_breaker> breaker_;
-  std::unique_ptr<stale_cache> stale_;
+  std::unique_ptr<answer_cache> stale_;
 };
 
 }  // namespace gateway

@@ -1,7 +1,7 @@
 #include "gateway/downstream/freshness.hpp"
 
-#include "gateway/core/http_text.hpp"
-#include "gateway/core/owned_fields.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/codec/owned_fields.hpp"
 
 #include <boost/beast/core/string.hpp>
 

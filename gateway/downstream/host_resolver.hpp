@@ -8,7 +8,7 @@
 // the downstream, balanced by its lanes (a Kubernetes headless Service lists its pods this way).
 // getaddrinfo blocks, so it never runs on an I/O thread.
 
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 

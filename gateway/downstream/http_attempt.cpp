@@ -1,9 +1,9 @@
 #include "gateway/downstream/http_attempt.hpp"
 
-#include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/http_call.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/retry_policy.hpp"
+#include "gateway/runtime/memory_budget.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>

@@ -24,10 +24,10 @@
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/connection_pool.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/downstream/response_parser.hpp"
+#include "gateway/runtime/cancel_source.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 

@@ -2,9 +2,9 @@
 // the connection's TLS stream (see http_attempt.hpp). Asio's SSL operations do the reading and writing;
 // the answer goes into the same parser as on a plain connection (consume_input).
 
-#include "gateway/config/tls_client_context.hpp"
 #include "gateway/downstream/http_attempt.hpp"
 #include "gateway/downstream/tls_stream.hpp"
+#include "gateway/tls/tls_client_context.hpp"
 
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>

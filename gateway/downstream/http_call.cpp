@@ -4,7 +4,7 @@
 #include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
-#include "gateway/observe/span_attributes.hpp"
+#include "gateway/trace/span_attributes.hpp"
 
 #include <boost/asio/error.hpp>
 
@@ -18,14 +18,14 @@ namespace gateway {
 namespace net = boost::asio;
 using boost::system::error_code;
 
-void http_call::start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                      std::size_t index, std::string lead) {
+void http_call::start(const request_head& head, http_endpoints& lane, const call_request& request,
+                      call_sink& sink, std::size_t index, std::string lead) {
   (new http_call(head, lane, request, sink, index, std::move(lead)))
       ->start_attempt(false);  // last: it may report
 }
 
-http_call::http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                     std::size_t index, std::string lead)
+http_call::http_call(const request_head& head, http_endpoints& lane, const call_request& request,
+                     call_sink& sink, std::size_t index, std::string lead)
     : lane_(lane),
       sink_(&sink),
       index_(index),
@@ -100,7 +100,7 @@ void http_call::start_hedge() {
 // Picks the endpoint and creates the attempt in `slot` (begin() is the caller's last act), unless the
 // downstream has no address or every endpoint's breaker refused.
 http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
-                                      const http_lane::endpoint* avoid, bool hedge) {
+                                      const http_endpoints::endpoint* avoid, bool hedge) {
   const auto choice = lane_.pick(now, avoid);
   if (choice.to == nullptr) return choice.refused ? launched::refused : launched::no_address;
   auto* endpoint = choice.to;
@@ -116,7 +116,7 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
 // call's own for slot 0, a copy for slot 1. Neither is in use then: an attempt is done with its head
 // once it has reported, and a slot takes a new attempt only after that.
 std::string_view http_call::traced_head(std::size_t slot, clock::time_point now,
-                                        const http_lane::endpoint& to, bool hedge) {
+                                        const http_endpoints::endpoint& to, bool hedge) {
   traceparent_text traceparent;
   attempt_span_[slot] = trace_->begin_attempt(now, hedge, to.address, traceparent);
   char* head = head_long_.empty() ? head_inline_ : head_long_.data();

@@ -30,7 +30,7 @@
 
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/downstream/http_attempt.hpp"
-#include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/http_endpoints.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -49,8 +49,8 @@ class http_call {
   // Starts a call on the current thread's `lane`. Reports through `sink` exactly once, possibly before
   // returning; copies what it needs from `request`. `lane` must outlive the call. `lead`: the key of the
   // calls this one leads (call_coalescer), told its result before its sink; empty: it leads nobody.
-  static void start(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
-                    std::size_t index, std::string lead = {});
+  static void start(const request_head& head, http_endpoints& lane, const call_request& request,
+                    call_sink& sink, std::size_t index, std::string lead = {});
 
   // An attempt's report: its last act (see http_attempt).
   void attempt_done(std::size_t slot, http_attempt::report&& report);
@@ -58,15 +58,15 @@ class http_call {
  private:
   enum class timer_use : std::uint8_t { none, hedge, backoff };
 
-  http_call(const request_head& head, http_lane& lane, const call_request& request, call_sink& sink,
+  http_call(const request_head& head, http_endpoints& lane, const call_request& request, call_sink& sink,
             std::size_t index, std::string lead);
   ~http_call() = default;
 
   void start_attempt(bool retry);
   void start_hedge();
   enum class launched : std::uint8_t { yes, no_address, refused };
-  launched launch(std::size_t slot, clock::time_point now, const http_lane::endpoint* avoid, bool hedge);
-  std::string_view traced_head(std::size_t slot, clock::time_point now, const http_lane::endpoint& to,
+  launched launch(std::size_t slot, clock::time_point now, const http_endpoints::endpoint* avoid, bool hedge);
+  std::string_view traced_head(std::size_t slot, clock::time_point now, const http_endpoints::endpoint& to,
                                bool hedge);
   void arm_timer(timer_use use, clock::time_point due);
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
@@ -75,7 +75,7 @@ class http_call {
   void report(call_result result, clock::time_point now);
   void free_if_done();
 
-  http_lane& lane_;
+  http_endpoints& lane_;
   call_sink* sink_;  // null once reported
   std::size_t index_;
   cancel_source& cancel_;  // the fan-out's, until the report
@@ -93,10 +93,10 @@ class http_call {
   std::string traced_head_;         // traced: the head of an attempt in slot 1
   std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in each slot
 
-  std::array<http_attempt*, 2> live_{};              // attempts still to report, by slot
-  std::array<http_lane::endpoint*, 2> endpoint_{};   // where each live attempt goes
-  std::array<circuit_breaker::ticket, 2> ticket_{};  // what its endpoint's breaker allowed
-  http_lane::endpoint* last_failed_ = nullptr;       // a retry avoids it (compared, never used)
+  std::array<http_attempt*, 2> live_{};                  // attempts still to report, by slot
+  std::array<http_endpoints::endpoint*, 2> endpoint_{};  // where each live attempt goes
+  std::array<circuit_breaker::ticket, 2> ticket_{};      // what its endpoint's breaker allowed
+  http_endpoints::endpoint* last_failed_ = nullptr;      // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry

@@ -2,7 +2,7 @@
 
 #include "gateway/downstream/endpoint_breakers.hpp"
 #include "gateway/downstream/http_call.hpp"
-#include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/http_endpoints.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -36,8 +36,8 @@ http_downstream::http_downstream(const downstream_settings& settings,
   if (settings_.breaker.enabled && settings_.breaker.per_endpoint)
     breakers_ = std::make_unique<endpoint_breakers>(settings_.name, settings_.breaker);
   for (auto* ioc : workers) {
-    lanes_.push_back(std::make_unique<http_lane>(ioc->get_executor(), sources, per_worker,
-                                                 connecting_per_worker, settings_, breakers_.get()));
+    lanes_.push_back(std::make_unique<http_endpoints>(ioc->get_executor(), sources, per_worker,
+                                                      connecting_per_worker, settings_, breakers_.get()));
     if (settings_.coalesce) {
       lanes_.back()->enable_coalescing([this, lane = lanes_.back().get()](const call_request& request,
                                                                           call_sink& sink, std::size_t index,

@@ -1,5 +1,5 @@
 #pragma once
-// An HTTP/1.1 downstream: GET requests over keep-alive connections, one lane per I/O thread (http_lane:
+// An HTTP/1.1 downstream: GET requests over keep-alive connections, one lane per I/O thread (http_endpoints:
 // the thread's endpoints, one per address, each with its own pool of at most max_connections / threads
 // connections, so that no lock is needed on the hot path). Host names are resolved in the background
 // (host_resolver).
@@ -19,7 +19,7 @@ namespace gateway {
 
 class endpoint_breakers;
 class host_resolver;
-class http_lane;
+class http_endpoints;
 
 class http_downstream final : public downstream {
  public:
@@ -54,7 +54,7 @@ class http_downstream final : public downstream {
   downstream_settings settings_;
   request_head head_;
   std::unique_ptr<endpoint_breakers> breakers_;
-  std::vector<std::unique_ptr<http_lane>> lanes_;  // indexed by worker; they use breakers_
+  std::vector<std::unique_ptr<http_endpoints>> lanes_;  // indexed by worker; they use breakers_
 };
 
 }  // namespace gateway

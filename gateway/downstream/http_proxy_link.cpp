@@ -3,12 +3,12 @@
 // of one exchange through it, each wait under a timer. The pool and the lane count the lease like an
 // attempt: in flight until finish(), then judged for ejection and the endpoint's breaker.
 
-#include "gateway/config/tls_client_context.hpp"
 #include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_downstream.hpp"
-#include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/http_endpoints.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/tls_stream.hpp"
+#include "gateway/tls/tls_client_context.hpp"
 
 #include <openssl/ssl.h>
 #include <boost/asio/write.hpp>
@@ -39,7 +39,7 @@ input_read_by_link read_by_link;
 
 class pooled_link final : public proxy_link {
  public:
-  pooled_link(http_lane& lane, http_lane::endpoint& to, const circuit_breaker::ticket& ticket,
+  pooled_link(http_endpoints& lane, http_endpoints::endpoint& to, const circuit_breaker::ticket& ticket,
               cancel_source& cancel)
       : lane_(lane),
         to_(to),
@@ -206,8 +206,8 @@ class pooled_link final : public proxy_link {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
-  http_lane& lane_;
-  http_lane::endpoint& to_;
+  http_endpoints& lane_;
+  http_endpoints::endpoint& to_;
   circuit_breaker::ticket ticket_;
   cancel_source& cancel_;
   net::steady_timer timer_;

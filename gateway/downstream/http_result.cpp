@@ -1,6 +1,6 @@
 #include "gateway/downstream/http_result.hpp"
 
-#include "gateway/core/compression.hpp"
+#include "gateway/codec/compression.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>

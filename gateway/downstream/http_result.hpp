@@ -3,8 +3,8 @@
 // for a 2xx status whose body is a JSON object (decoded first when it came in a content coding); or from
 // a failure, where the caller's cancellation wins over the error it caused. Pure.
 
+#include "gateway/codec/content_coding.hpp"
 #include "gateway/config/config.hpp"
-#include "gateway/core/content_coding.hpp"
 #include "gateway/downstream/call_result.hpp"
 
 #include <boost/system/error_code.hpp>

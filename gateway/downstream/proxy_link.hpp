@@ -12,9 +12,9 @@
 // reuse when its exchange ended cleanly; destroying the link without finish() closes the connection
 // and counts a failed attempt against the endpoint. Beast-free.
 
-#include "gateway/core/cancel_source.hpp"
-#include "gateway/core/duration.hpp"
 #include "gateway/downstream/call_result.hpp"
+#include "gateway/runtime/cancel_source.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <boost/asio/error.hpp>  // before spawn.hpp, which uses it without including it
 #include <boost/asio/ip/tcp.hpp>

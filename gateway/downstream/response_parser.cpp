@@ -4,9 +4,9 @@
 
 #include "gateway/downstream/response_parser.hpp"
 
-#include "gateway/aggregate/answer_fields.hpp"
-#include "gateway/core/char_class.hpp"
-#include "gateway/core/http_text.hpp"
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/downstream/answer_fields.hpp"
 #include "gateway/downstream/freshness.hpp"
 
 #include <boost/asio/buffer.hpp>

@@ -15,7 +15,7 @@
 // fields) at most `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within
 // `header_limit`, the body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
 
-#include "gateway/core/content_coding.hpp"
+#include "gateway/codec/content_coding.hpp"
 
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/system/error_code.hpp>

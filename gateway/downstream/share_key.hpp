@@ -1,6 +1,6 @@
 #pragma once
 // The key of every answer a downstream shares between calls: its cache and stale answers (the fan-out's
-// stale_cache) and coalescing (call_coalescer), for HTTP and SQL alike. Two calls share an answer only
+// answer_cache) and coalescing (call_coalescer), for HTTP and SQL alike. Two calls share an answer only
 // when their keys are equal, and their keys are equal exactly when they send the downstream the same
 // thing and keep the same fields of its answer. Pure.
 //

@@ -1,17 +1,17 @@
 #include "gateway/observe/exposition.hpp"
 
-#include "gateway/core/memory_budget.hpp"
+#include "gateway/downstream/answer_cache.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/downstream/endpoint_breakers.hpp"
 #include "gateway/downstream/http_downstream.hpp"
-#include "gateway/downstream/stale_cache.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/prometheus.hpp"
 #include "gateway/observe/tracing.hpp"
-#include "gateway/server/certificate_reloader.hpp"
+#include "gateway/runtime/memory_budget.hpp"
 #include "gateway/sql/sql_downstream.hpp"
+#include "gateway/tls/certificate_reloader.hpp"
 
 namespace gateway {
 namespace {
@@ -151,9 +151,9 @@ void render_attempts(prometheus_writer& out, const std::vector<const http_downst
 }
 
 void render_stale(prometheus_writer& out,
-                  const std::vector<std::pair<std::string, const stale_cache*>>& caches) {
+                  const std::vector<std::pair<std::string, const answer_cache*>>& caches) {
   if (caches.empty()) return;
-  using entry = std::pair<std::string, const stale_cache*>;
+  using entry = std::pair<std::string, const answer_cache*>;
   const auto name = [](const entry& e) -> const std::string& { return e.first; };
   per_downstream(out, "gateway_stale_answers_served_total", "counter",
                  "Last good answers served instead of the static fallback (stale_if_error).", caches, name,
@@ -249,7 +249,7 @@ std::string render_exposition(const exposition_sources& from) {
   if (from.certificates) render_certificates(out, *from.certificates);
   if (from.breakers) render_breakers(out, *from.breakers);
   if (from.http_downstreams) render_attempts(out, *from.http_downstreams);
-  if (from.stale_caches) render_stale(out, *from.stale_caches);
+  if (from.answer_caches) render_stale(out, *from.answer_caches);
   render_databases(out, *from.databases);
   const auto p = read_process_stats();
   single(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",

@@ -17,7 +17,7 @@ class certificate_reloader;
 class tracer;
 class circuit_breaker;
 class http_downstream;
-class stale_cache;
+class answer_cache;
 class metrics_registry;
 class sql_downstream;
 
@@ -34,7 +34,7 @@ struct exposition_sources {
   const std::vector<const sql_downstream*>* databases = nullptr;
   const std::vector<const circuit_breaker*>* breakers = nullptr;
   const std::vector<const http_downstream*>* http_downstreams = nullptr;
-  const std::vector<std::pair<std::string, const stale_cache*>>* stale_caches = nullptr;
+  const std::vector<std::pair<std::string, const answer_cache*>>* answer_caches = nullptr;
   const certificate_reloader* certificates = nullptr;  // the listener's TLS; null without server.tls
   const tracer* tracing = nullptr;                     // null without tracing.enabled
   // The configuration: the running version, and the reloads since the start by result.

@@ -1,8 +1,8 @@
 #include "gateway/observe/logging.hpp"
 
-#include "gateway/aggregate/degraded_list.hpp"
-#include "gateway/core/json_text.hpp"
-#include "gateway/observe/redaction.hpp"
+#include "gateway/codec/json_text.hpp"
+#include "gateway/observe/degraded_list.hpp"
+#include "gateway/trace/redaction.hpp"
 
 #include <limits.h>
 #include <poll.h>

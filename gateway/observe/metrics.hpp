@@ -5,8 +5,8 @@
 // whatever the traffic.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/histogram.hpp"
 #include "gateway/downstream/call_result.hpp"
+#include "gateway/runtime/histogram.hpp"
 
 #include <array>
 #include <atomic>

@@ -5,7 +5,7 @@
 // of `records`. Field numbers follow opentelemetry-proto's trace.proto, common.proto and resource.proto
 // (v1); tests/tracing/ checks the output against the official definitions. Pure.
 
-#include "gateway/observe/trace_record.hpp"
+#include "gateway/trace/trace_record.hpp"
 
 #include <span>
 #include <string>

@@ -8,7 +8,7 @@
 // Name resolution (getaddrinfo, only for a host name) is synchronous and not bounded by the deadline:
 // done at the first export and again after a failed connect.
 
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <atomic>
 #include <memory>

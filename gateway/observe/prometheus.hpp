@@ -2,7 +2,7 @@
 // Writes the Prometheus text exposition format (version 0.0.4): HELP and TYPE lines, label values
 // escaped, histograms as cumulative buckets with _sum and _count.
 
-#include "gateway/core/histogram.hpp"
+#include "gateway/runtime/histogram.hpp"
 
 #include <initializer_list>
 #include <string>

@@ -5,7 +5,7 @@
 // producer: a mutex here would let a descheduled export thread stall every I/O thread. A push moves the
 // record into a slot made at construction and allocates nothing.
 
-#include "gateway/observe/trace_record.hpp"
+#include "gateway/trace/trace_record.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -35,9 +35,9 @@
 // Counters for /metrics (all spans unless said otherwise): dropped() (queue full, a failed export, left
 // at shutdown; gateway_trace_spans_dropped_total), exported(), export_failures() (failed POSTs).
 
-#include "gateway/core/duration.hpp"
-#include "gateway/observe/span_attributes.hpp"
-#include "gateway/observe/trace_record.hpp"
+#include "gateway/runtime/duration.hpp"
+#include "gateway/trace/span_attributes.hpp"
+#include "gateway/trace/trace_record.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,6 +1,6 @@
 #include "gateway/server/acceptor.hpp"
 
-#include "gateway/core/stack_cache.hpp"
+#include "gateway/runtime/stack_cache.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/response_head.hpp"
 #include "gateway/server/session.hpp"

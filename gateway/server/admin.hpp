@@ -6,7 +6,7 @@
 // and never waits, but for a reload, which runs in full before it answers. Every answer carries
 // X-Config-Version, the running configuration's version. Beast-free.
 
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 #include "gateway/server/admin_server.hpp"
 
 #include <atomic>
@@ -25,7 +25,7 @@ class certificate_reloader;
 class tracer;
 class circuit_breaker;
 class http_downstream;
-class stale_cache;
+class answer_cache;
 class heartbeat;
 class metrics_registry;
 class recent_degraded;

@@ -2,8 +2,8 @@
 // The client request's fields for the header policy (client_headers), read from a Beast message. Include
 // only where Beast is included already (the connection's code).
 
-#include "gateway/core/http_text.hpp"
-#include "gateway/server/call_headers.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/downstream/call_headers.hpp"
 
 #include <boost/beast/http/field.hpp>
 #include <boost/range/iterator_range.hpp>

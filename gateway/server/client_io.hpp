@@ -15,9 +15,9 @@
 // the watch quietly. Everything runs on the socket's executor; cancelling the socket (drain, shutdown)
 // ends a wait at once.
 
-#include "gateway/core/direct_wake.hpp"
-#include "gateway/core/duration.hpp"
-#include "gateway/core/read_readiness.hpp"
+#include "gateway/runtime/direct_wake.hpp"
+#include "gateway/runtime/duration.hpp"
+#include "gateway/runtime/read_readiness.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>

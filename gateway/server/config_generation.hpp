@@ -53,7 +53,7 @@ struct config_generation {
   std::vector<const sql_downstream*> databases;
   std::vector<const circuit_breaker*> breakers;
   std::vector<const http_downstream*> http_downstreams;
-  std::vector<std::pair<std::string, const stale_cache*>> stale_caches;
+  std::vector<std::pair<std::string, const answer_cache*>> answer_caches;
   std::string config_json;  // the effective configuration, rendered once
 };
 

@@ -2,8 +2,8 @@
 // An I/O thread notes the time every 100 ms and how late its timer fired: a thread that stops noting is
 // stuck (/livez), a late timer means something blocked it (the loop-lag histogram). Beast-free.
 
-#include "gateway/core/duration.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/runtime/duration.hpp"
 #include "gateway/server/server_state.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -1,17 +1,17 @@
 #include "gateway/server/proxy_exchange.hpp"
 
-#include "gateway/core/char_class.hpp"
-#include "gateway/core/http_text.hpp"
-#include "gateway/core/owned_fields.hpp"
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/codec/owned_fields.hpp"
+#include "gateway/downstream/call_headers.hpp"
 #include "gateway/downstream/failure_rule.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
-#include "gateway/observe/span_attributes.hpp"
 #include "gateway/server/beast_headers.hpp"
-#include "gateway/server/call_headers.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/router.hpp"
 #include "gateway/server/tls_client_io.hpp"
+#include "gateway/trace/span_attributes.hpp"
 
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>

@@ -35,8 +35,8 @@
 // server span, and the request carries that span's traceparent (and the trace's tracestate) instead of
 // the client's. Untraced, both fields go on as the client sent them.
 
+#include "gateway/downstream/call_headers.hpp"
 #include "gateway/downstream/downstream.hpp"
-#include "gateway/server/call_headers.hpp"
 #include "gateway/server/client_io.hpp"
 #include "gateway/server/config_generation.hpp"
 #include "gateway/server/request_handler.hpp"

@@ -1,8 +1,8 @@
 #include "gateway/server/request_framing.hpp"
 
-#include "gateway/core/char_class.hpp"
-#include "gateway/core/http_text.hpp"
-#include "gateway/core/request_target.hpp"
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/codec/request_target.hpp"
 
 #include <cstddef>
 #include <string>

@@ -7,11 +7,11 @@
 
 #include "gateway/aggregate/fanout.hpp"
 #include "gateway/config/config.hpp"
+#include "gateway/downstream/call_headers.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
-#include "gateway/observe/trace_record.hpp"
-#include "gateway/server/call_headers.hpp"
 #include "gateway/server/router.hpp"
+#include "gateway/trace/trace_record.hpp"
 
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 #include "gateway/server/response_head.hpp"
 
-#include "gateway/core/http_text.hpp"
+#include "gateway/codec/http_text.hpp"
 
 #include <charconv>
 

@@ -3,8 +3,8 @@
 // first that matches both path and method) and extracts and validates its parameters from the path and
 // the query. Pure functions.
 
+#include "gateway/codec/http_text.hpp"
 #include "gateway/config/config.hpp"
-#include "gateway/core/http_text.hpp"
 
 #include <string>
 #include <string_view>

@@ -3,30 +3,30 @@
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
 #include "gateway/config/restart_changes.hpp"
-#include "gateway/config/tls_client_context.hpp"
-#include "gateway/core/io_thread.hpp"
-#include "gateway/core/memory_budget.hpp"
-#include "gateway/core/stack_cache.hpp"
-#include "gateway/core/usable_cpus.hpp"
 #include "gateway/downstream/host_resolver.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/recent_degraded.hpp"
 #include "gateway/observe/tracing.hpp"
+#include "gateway/runtime/io_thread.hpp"
+#include "gateway/runtime/memory_budget.hpp"
+#include "gateway/runtime/stack_cache.hpp"
+#include "gateway/runtime/usable_cpus.hpp"
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
-#include "gateway/server/certificate_reloader.hpp"
 #include "gateway/server/config_generation.hpp"
-#include "gateway/server/config_watch.hpp"
 #include "gateway/server/graceful_drain.hpp"
 #include "gateway/server/heartbeat.hpp"
+#include "gateway/server/housekeeping.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/server_state.hpp"
 #include "gateway/server/session_registry.hpp"
 #include "gateway/server/status_page.hpp"
 #include "gateway/sql/postgres_downstream.hpp"
 #include "gateway/sql/sqlite_downstream.hpp"
+#include "gateway/tls/certificate_reloader.hpp"
+#include "gateway/tls/tls_client_context.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
@@ -123,7 +123,7 @@ struct server::impl {
   status_window status{clock::now()};  // the status page's samples, admin thread only
   admin_sources admin_view;
   std::unique_ptr<admin_server> admin;
-  std::unique_ptr<config_watch> watch;
+  std::unique_ptr<housekeeping> watch;
 
   std::shared_ptr<const config_generation> current_generation() const { return current.load(); }
   std::shared_ptr<downstream_instance> build_downstream(const downstream_settings& d);
@@ -159,7 +159,7 @@ std::shared_ptr<downstream_instance> server::impl::build_downstream(const downst
   auto& object = *built->object;
   if (d.stale.enabled || d.stale.cache) {
     const auto max_stale = d.stale.enabled ? clock::duration(d.stale.max_stale) : clock::duration(0);
-    object.set_stale(std::make_unique<stale_cache>(d.stale.max_bytes, max_stale, d.stale.cache));
+    object.set_stale(std::make_unique<answer_cache>(d.stale.max_bytes, max_stale, d.stale.cache));
   }
   if (d.breaker.enabled) object.set_breaker(std::make_unique<circuit_breaker>(d.name, d.breaker));
   return built;
@@ -189,7 +189,7 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
     auto& object = *kept->object;
     if (kept->http) g->http_downstreams.push_back(kept->http);
     if (kept->sql) g->databases.push_back(kept->sql);
-    if (object.stale()) g->stale_caches.emplace_back(d.name, object.stale());
+    if (object.stale()) g->answer_caches.emplace_back(d.name, object.stale());
     if (object.breaker()) g->breakers.push_back(object.breaker());
     g->downstreams.push_back(std::move(kept));
   }
@@ -483,7 +483,7 @@ void server::run(const std::function<void()>& on_started) {
       true;  // the listener has been listening since construction; the accept loop is queued
   impl_->admin->start();
   if (!impl_->config.source.empty()) {
-    impl_->watch = std::make_unique<config_watch>(
+    impl_->watch = std::make_unique<housekeeping>(
         impl_->config.source, impl_->config.server.watch_config,
         [this] {
           if (!impl_->state.stopping && !impl_->state.draining) impl_->reload();

@@ -1,17 +1,17 @@
 #include "gateway/server/session.hpp"
 
-#include "gateway/observe/span_attributes.hpp"
 #include "gateway/observe/tracing.hpp"
+#include "gateway/trace/span_attributes.hpp"
 
-#include "gateway/core/http_text.hpp"
-#include "gateway/core/memory_budget.hpp"
+#include "gateway/codec/http_text.hpp"
+#include "gateway/runtime/memory_budget.hpp"
 #include "gateway/server/beast_headers.hpp"
-#include "gateway/server/certificate_reloader.hpp"
 #include "gateway/server/client_io.hpp"
 #include "gateway/server/proxy_exchange.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/response_head.hpp"
 #include "gateway/server/tls_client_io.hpp"
+#include "gateway/tls/certificate_reloader.hpp"
 
 #include <boost/beast/http/error.hpp>
 

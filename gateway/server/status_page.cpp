@@ -1,11 +1,11 @@
 #include "gateway/server/status_page.hpp"
 
-#include "gateway/core/memory_budget.hpp"
 #include "gateway/downstream/circuit_breaker.hpp"
 #include "gateway/downstream/endpoint_breakers.hpp"
 #include "gateway/downstream/http_downstream.hpp"
 #include "gateway/observe/process_stats.hpp"
 #include "gateway/observe/recent_degraded.hpp"
+#include "gateway/runtime/memory_budget.hpp"
 #include "gateway/server/admin.hpp"
 #include "gateway/server/config_generation.hpp"
 #include "gateway/server/server_state.hpp"

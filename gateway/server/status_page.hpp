@@ -5,9 +5,9 @@
 // status_window kept about 30 s earlier. The admin thread takes those samples (every few seconds and at
 // each request), so the request path pays nothing beyond its usual metrics. Admin thread only.
 
-#include "gateway/core/duration.hpp"
-#include "gateway/core/histogram.hpp"
 #include "gateway/observe/metrics.hpp"
+#include "gateway/runtime/duration.hpp"
+#include "gateway/runtime/histogram.hpp"
 
 #include <chrono>
 #include <deque>

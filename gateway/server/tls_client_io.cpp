@@ -1,7 +1,7 @@
 #include "gateway/server/tls_client_io.hpp"
 #include "gateway/server/request_framing.hpp"
 
-#include "gateway/core/direct_wake.hpp"
+#include "gateway/runtime/direct_wake.hpp"
 
 #include <openssl/ssl.h>
 #include <boost/asio/ssl/error.hpp>

@@ -13,9 +13,9 @@
 // after this object (the socket closed under it). Everything runs on the socket's executor; cancelling
 // the socket (drain, shutdown) ends any wait at once. The SSL headers stay in tls_client_io.cpp.
 
-#include "gateway/config/tls_server_context.hpp"
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 #include "gateway/server/client_io.hpp"
+#include "gateway/tls/tls_server_context.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>

@@ -1,6 +1,6 @@
 #include "gateway/sql/postgres_connection.hpp"
 
-#include "gateway/core/io_thread.hpp"
+#include "gateway/runtime/io_thread.hpp"
 
 #include <poll.h>
 

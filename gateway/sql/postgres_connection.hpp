@@ -11,7 +11,7 @@
 // free the libpq objects.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <libpq-fe.h>
 

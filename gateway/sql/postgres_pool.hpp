@@ -11,7 +11,7 @@
 // settings, slots and stats it lends.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/semaphore.hpp"
+#include "gateway/runtime/semaphore.hpp"
 #include "gateway/sql/postgres_connection.hpp"
 #include "gateway/sql/sql_downstream.hpp"
 

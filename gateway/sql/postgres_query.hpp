@@ -8,8 +8,8 @@
 // It leaves the pool alone: it says what must become of the connection (postgres_query_result::then), and
 // the downstream does it. The connection is the caller's for the whole query; nothing of it is kept.
 
-#include "gateway/core/cancel_source.hpp"
 #include "gateway/downstream/call_result.hpp"
+#include "gateway/runtime/cancel_source.hpp"
 #include "gateway/sql/postgres_connection.hpp"
 
 #include <boost/asio/error.hpp>

@@ -5,8 +5,8 @@
 // the entry: column names are the keys, SQL types map to JSON types; no row is a failure.
 
 #include "gateway/config/config.hpp"
-#include "gateway/core/semaphore.hpp"
 #include "gateway/downstream/downstream.hpp"
+#include "gateway/runtime/semaphore.hpp"
 
 #include <array>
 #include <atomic>

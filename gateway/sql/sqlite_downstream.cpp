@@ -1,8 +1,8 @@
 #include "gateway/sql/sqlite_downstream.hpp"
 
-#include "gateway/core/direct_wake.hpp"
-#include "gateway/core/io_thread.hpp"
-#include "gateway/core/json_text.hpp"
+#include "gateway/codec/json_text.hpp"
+#include "gateway/runtime/direct_wake.hpp"
+#include "gateway/runtime/io_thread.hpp"
 
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>

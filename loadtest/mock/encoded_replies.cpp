@@ -1,6 +1,6 @@
 #include "loadtest/mock/encoded_replies.hpp"
 
-#include "gateway/core/compression.hpp"
+#include "gateway/codec/compression.hpp"
 #include "loadtest/mock/replies.hpp"
 
 #include <new>

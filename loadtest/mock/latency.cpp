@@ -1,6 +1,6 @@
 #include "loadtest/mock/latency.hpp"
 
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 
 namespace mock {
 namespace {

@@ -1,6 +1,6 @@
 #include "loadtest/mock/replies.hpp"
 
-#include "gateway/core/http_text.hpp"
+#include "gateway/codec/http_text.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -7,9 +7,9 @@
 // secret query values replaced by REDACTED (against a reference written here); the text line is one line;
 // the client found is empty or one entry of the X-Forwarded-For value, an address.
 
-#include "gateway/core/ip_network.hpp"
+#include "gateway/codec/ip_network.hpp"
 #include "gateway/observe/logging.hpp"
-#include "gateway/observe/redaction.hpp"
+#include "gateway/trace/redaction.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <boost/asio/ip/address.hpp>

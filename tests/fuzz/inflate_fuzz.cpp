@@ -7,7 +7,7 @@
 // inflating it gives it back, exactly at its own size as the bound and too_large one byte below; the
 // negotiation only ever picks identity, gzip or deflate.
 
-#include "gateway/core/compression.hpp"
+#include "gateway/codec/compression.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <algorithm>

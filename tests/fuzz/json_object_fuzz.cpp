@@ -9,7 +9,7 @@
 // their decoded keys and parsed values equal nlohmann's members. json_object_from() round-trips any
 // object nlohmann accepts within the depth limit.
 
-#include "gateway/aggregate/json_object.hpp"
+#include "gateway/codec/json_object.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <nlohmann/json.hpp>

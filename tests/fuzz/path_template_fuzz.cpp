@@ -6,7 +6,7 @@
 // text with each value in its place written only with A-Z a-z 0-9 - _ ~ and %XX escapes, which decode to
 // the value.
 
-#include "gateway/aggregate/path_template.hpp"
+#include "gateway/codec/path_template.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <string>

@@ -12,10 +12,10 @@
 // yields downstream targets without spaces or control characters; any bytes written as a JSON string
 // give valid JSON that reads back as the same text when it was valid UTF-8.
 
-#include "gateway/aggregate/json_object.hpp"
+#include "gateway/codec/json_object.hpp"
+#include "gateway/codec/json_text.hpp"
 #include "gateway/config/config_loader.hpp"
 #include "gateway/config/param_pattern.hpp"
-#include "gateway/core/json_text.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/router.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

@@ -6,8 +6,8 @@
 // and no segment that is a dot segment in any encoding; a pass-through route it matches gives a
 // downstream target under the route's base path and rewrite, with the same guarantees.
 
+#include "gateway/codec/request_target.hpp"
 #include "gateway/config/config_loader.hpp"
-#include "gateway/core/request_target.hpp"
 #include "gateway/server/router.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

@@ -12,9 +12,9 @@
 // the bytes were cut; and the kept Cache-Control values, and the raw bytes, combine to a Cache-Control
 // value without a crash.
 
-#include "gateway/aggregate/answer_fields.hpp"
+#include "gateway/codec/char_class.hpp"
 #include "gateway/config/config.hpp"
-#include "gateway/core/char_class.hpp"
+#include "gateway/downstream/answer_fields.hpp"
 #include "gateway/downstream/freshness.hpp"
 #include "gateway/downstream/response_parser.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

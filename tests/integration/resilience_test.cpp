@@ -227,7 +227,7 @@ TEST_CASE(
     gateway_process gw(endpoints_429_config(a, b, "[connect, timeout, 5xx, 429]"));
     for (int i = 0; i < 12; ++i) (void)http_get(gw.port(), "/p");
     CHECK(metric(gw, "gateway_circuit_transitions_total", {{"downstream", "price"}, {"to", "open"}}) == 1);
-    // (An endpoint's breaker is fed the same verdict as its ejection, in http_lane::attempt_ended; with
+    // (An endpoint's breaker is fed the same verdict as its ejection, in http_endpoints::attempt_ended; with
     // two endpoints sharing the calls, the downstream's own breaker opens first here.)
     CHECK(metric(gw, "gateway_endpoint_ejections_total", {{"downstream", "price"}}) >= 1);
     CHECK(http_get(gw.port(), "/p").degraded_reason("price") == "circuit_open");

@@ -1,6 +1,6 @@
 #include "tests/support/http_client.hpp"
 
-#include "gateway/aggregate/degraded_list.hpp"
+#include "gateway/observe/degraded_list.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 // What the access log and spans show of a request: targets with secret query values redacted, the client
 // behind trusted proxies, the line in both formats, and the batching writer.
 
-#include "gateway/core/ip_network.hpp"
+#include "gateway/codec/ip_network.hpp"
 #include "gateway/observe/logging.hpp"
-#include "gateway/observe/redaction.hpp"
+#include "gateway/trace/redaction.hpp"
 
 #include <unistd.h>
 #include <catch2/catch.hpp>

@@ -2,7 +2,7 @@
 // name, forwarded fields and their order, what the response parser keeps (values checked, sizes capped),
 // and the response_headers section of the configuration.
 
-#include "gateway/aggregate/answer_fields.hpp"
+#include "gateway/downstream/answer_fields.hpp"
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
 #include "gateway/downstream/response_parser.hpp"

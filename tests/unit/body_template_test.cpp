@@ -1,7 +1,7 @@
 // Request bodies built from parameters: values are escaped for a JSON string, so they can never end the
 // string or add a member; placeholders outside strings and bad names are refused.
 
-#include "gateway/aggregate/body_template.hpp"
+#include "gateway/codec/body_template.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>

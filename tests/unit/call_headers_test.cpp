@@ -2,7 +2,7 @@
 // fields, fixed ones, removals per call) and the forwarded fields that say who the client is, which only a
 // trusted proxy may extend.
 
-#include "gateway/server/call_headers.hpp"
+#include "gateway/downstream/call_headers.hpp"
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
 

@@ -1,7 +1,7 @@
 // Content codings: Accept-Encoding negotiation, Content-Encoding values, compression round trips, and
 // inflation within a bound (zip bombs, corrupt and truncated streams).
 
-#include "gateway/core/compression.hpp"
+#include "gateway/codec/compression.hpp"
 
 #include <zlib.h>
 #include <catch2/catch.hpp>

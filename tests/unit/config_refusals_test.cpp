@@ -3,7 +3,7 @@
 // names of a body_template, and a '*' in a route path. Each refusal is one error at the offending value's
 // line and column.
 
-#include "gateway/aggregate/body_template.hpp"
+#include "gateway/codec/body_template.hpp"
 #include "gateway/config/config_loader.hpp"
 
 #include <catch2/catch.hpp>

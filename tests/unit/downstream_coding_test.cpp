@@ -2,9 +2,9 @@
 // Accept-Encoding a `compressed` downstream is asked with, the response parser recording Content-Encoding,
 // decoding a body within the limit, and the response head's Content-Encoding and Vary.
 
+#include "gateway/codec/compression.hpp"
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
-#include "gateway/core/compression.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/downstream/response_parser.hpp"

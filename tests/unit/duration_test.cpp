@@ -1,4 +1,4 @@
-#include "gateway/core/duration.hpp"
+#include "gateway/runtime/duration.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 // the parser collecting them from a response head.
 
 #include "gateway/downstream/freshness.hpp"
+#include "gateway/downstream/answer_cache.hpp"
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/response_parser.hpp"
-#include "gateway/downstream/stale_cache.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -44,7 +44,7 @@ TEST_CASE("freshness: the response parser takes the shortest of its Cache-Contro
 }
 
 TEST_CASE("freshness: a cache serving fresh answers keeps them for their seconds only") {
-  stale_cache fresh(64 * 1024, 0s, true);
+  answer_cache fresh(64 * 1024, 0s, true);
   const auto t0 = clock::now();
   fresh.put("/c?sku=A", json_object_from(nlohmann::json{{"a", 1}}), t0, 5);
   CHECK(fresh.get_fresh("/c?sku=A", t0 + 4s));

@@ -2,7 +2,7 @@
 // flight, or a minimum), the hedge budget over its window, the hedge delay from recent latencies, and the
 // backoff's jitter.
 
-#include "gateway/downstream/http_lane.hpp"
+#include "gateway/downstream/http_endpoints.hpp"
 
 #include "gateway/downstream/endpoint_breakers.hpp"
 
@@ -41,7 +41,7 @@ struct lane_fixture {
   boost::asio::io_context ioc;
   downstream_settings settings;
   endpoint_breakers breakers;
-  http_lane lane;
+  http_endpoints lane;
 };
 
 }  // namespace
@@ -122,7 +122,7 @@ TEST_CASE("http lane: attempts spread over the endpoints by attempts in flight")
   lane_fixture f(downstream_settings{}, fixed({9001, 9002, 9003}));
   const auto now = clock::now();
   std::map<std::uint16_t, int> picked;
-  std::vector<http_lane::endpoint*> held;
+  std::vector<http_endpoints::endpoint*> held;
   for (int i = 0; i < 30; ++i) {
     auto* e = f.lane.pick(now, nullptr).to;
     REQUIRE(e != nullptr);
@@ -225,7 +225,7 @@ TEST_CASE("http lane: an endpoint whose breaker opened is left out until its pro
   s.breaker.half_open_calls = 1;
   lane_fixture f(s, fixed({9001, 9002}), true);
   const auto now = clock::now();
-  http_lane::endpoint* bad = nullptr;
+  http_endpoints::endpoint* bad = nullptr;
   for (int i = 0; i < 20 && (bad == nullptr || bad->breaker->current() != circuit_breaker::state::open);
        ++i) {
     const auto c = f.lane.pick(now, nullptr);

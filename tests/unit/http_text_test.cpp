@@ -2,7 +2,7 @@
 // RFCs it points to) has its own, so an answer relayed or written by the gateway never says "Unknown"
 // for a code a client knows.
 
-#include "gateway/core/http_text.hpp"
+#include "gateway/codec/http_text.hpp"
 
 #include <catch2/catch.hpp>
 

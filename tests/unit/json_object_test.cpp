@@ -1,4 +1,4 @@
-#include "gateway/aggregate/json_object.hpp"
+#include "gateway/codec/json_object.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

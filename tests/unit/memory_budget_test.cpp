@@ -1,7 +1,7 @@
 // The process-wide budget for buffered answers: charges within it succeed, one that would exceed it
 // fails and counts nothing, and "exhausted" (new requests shed) holds from the budget on.
 
-#include "gateway/core/memory_budget.hpp"
+#include "gateway/runtime/memory_budget.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #include "gateway/aggregate/merge.hpp"
-#include "gateway/aggregate/degraded_list.hpp"
 #include "gateway/config/config_loader.hpp"
+#include "gateway/observe/degraded_list.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

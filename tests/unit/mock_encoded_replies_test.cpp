@@ -1,7 +1,7 @@
 // The mock's content-coding modes: `compressed` honours Accept-Encoding; the zip bomb, the corrupt body and
 // the unknown coding are what their names promise, whatever the request accepts.
 
-#include "gateway/core/compression.hpp"
+#include "gateway/codec/compression.hpp"
 #include "loadtest/mock/encoded_replies.hpp"
 
 #include <catch2/catch.hpp>

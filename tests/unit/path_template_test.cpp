@@ -1,4 +1,4 @@
-#include "gateway/aggregate/path_template.hpp"
+#include "gateway/codec/path_template.hpp"
 
 #include <catch2/catch.hpp>
 

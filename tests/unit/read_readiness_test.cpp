@@ -1,7 +1,7 @@
 // read_readiness on real loopback sockets and a real io_context: when it reports input, how an abort
 // arrives, and that a queued wait never outlives what owns it (ASan/LSan check the memory side).
 
-#include "gateway/core/read_readiness.hpp"
+#include "gateway/runtime/read_readiness.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -2,7 +2,7 @@
 // property a pass-through route relies on: whatever the client sends, the downstream's target starts with
 // the route's base and rewrite and holds no dot segment in any encoding.
 
-#include "gateway/core/request_target.hpp"
+#include "gateway/codec/request_target.hpp"
 #include "gateway/config/config_loader.hpp"
 #include "gateway/server/router.hpp"
 

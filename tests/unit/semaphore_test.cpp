@@ -1,6 +1,6 @@
 // The semaphore with real io_contexts on two threads, as the gateway's I/O threads use it.
 
-#include "gateway/core/semaphore.hpp"
+#include "gateway/runtime/semaphore.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -1,4 +1,4 @@
-#include "gateway/sql/sql_statement.hpp"
+#include "gateway/codec/sql_statement.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "gateway/config/config_json.hpp"
 #include "gateway/config/config_loader.hpp"
-#include "gateway/config/tls_client_context.hpp"
 #include "gateway/downstream/request_head.hpp"
+#include "gateway/tls/tls_client_context.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>

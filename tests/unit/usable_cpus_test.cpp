@@ -1,4 +1,4 @@
-#include "gateway/core/usable_cpus.hpp"
+#include "gateway/runtime/usable_cpus.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // direct_wake on a real io_context: who resumes a waiting coroutine and when, and that a waiting coroutine
 // keeps the io_context running until it is woken.
 
-#include "gateway/core/direct_wake.hpp"
+#include "gateway/runtime/direct_wake.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
