@@ -108,7 +108,9 @@ class downstream {
   // The downstream's circuit breaker, asked by the fan-out around every call; null when it has none.
   circuit_breaker* breaker() const { return breaker_.get(); }
   void set_breaker(std::unique_ptr<circuit_breaker> breaker) { breaker_ = std::move(breaker); }
-  // Its last good answers (stale_if_error), kept and served by the fan-out; null when it keeps none.
+  // Its answer cache (answer_cache.hpp): the last good answers, served when a call fails (stale_if_error)
+  // and, while the downstream's Cache-Control allows, instead of a call (cache). Kept and served by the
+  // fan-out; null when neither is configured.
   answer_cache* stale() const { return stale_.get(); }
   void set_stale(std::unique_ptr<answer_cache> cache) { stale_ = std::move(cache); }
   // A SQL downstream's query (call_request::sql); null for HTTP.

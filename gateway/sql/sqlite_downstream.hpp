@@ -3,8 +3,9 @@
 // thread pool (one thread per pooled connection), never on an I/O thread; the result is posted back to
 // the waiting coroutine. At the call's deadline the running statement is interrupted
 // (sqlite3_interrupt) and the coroutine returns at once; the connection and the permit come back when
-// the interrupted statement has unwound. Connections use WAL mode, a deadline-aware busy handler, and
-// the query prepared once per connection.
+// the interrupted statement has unwound. A read-only database is opened immutable (no locks, no journal);
+// a writable one is switched to WAL mode. Connections have a deadline-aware busy handler and the query
+// prepared once per connection.
 
 #include "gateway/sql/sql_downstream.hpp"
 
