@@ -1,8 +1,14 @@
 # The gateway image. Built on Debian bookworm with the README's packages and CMake preset; runs on
 # bookworm-slim with only the runtime libraries, as a non-root user (10001), the gateway as PID 1
 # (it handles SIGTERM itself: drain, then exit 0).
-#   podman build -t gateway:0.1.0 .        (or: docker build -t gateway:0.1.0 .)
-#   podman run -p 8080:8080 -p 9901:9901 gateway:0.1.0
+# Two images:
+#   podman build -t gateway:0.1.0 .                        the default: the binary alone, no configuration
+#                                                          and no data; mount yours at /etc/gateway
+#   podman build --target demo -t gateway:0.1.0-demo .     plus the demo configuration and its SQLite
+#                                                          inventory file (what deploy/base runs)
+#   podman run -p 8080:8080 -p 9901:9901 gateway:0.1.0-demo
+#   podman run -v "$PWD/my-config:/etc/gateway:ro" -p 8080:8080 -p 9901:9901 gateway:0.1.0
+# (docker build works the same.)
 # The base images are arguments so that a mirror or a locally made image can stand in for them.
 ARG BUILD_IMAGE=docker.io/library/debian:bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
@@ -32,7 +38,7 @@ RUN --mount=type=cache,target=/root/.ccache \
  && strip build/release/bin/gateway \
  && cd /out && /src/build/release/bin/gateway --check /src/config/gateway.yaml
 
-FROM ${RUNTIME_IMAGE}
+FROM ${RUNTIME_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
@@ -42,15 +48,23 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
  && groupadd --system --gid 10001 gateway \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin gateway
+      --shell /usr/sbin/nologin gateway \
+ && mkdir -p /var/lib/gateway /etc/gateway
 COPY --from=build /src/build/release/bin/gateway /usr/local/bin/gateway
-# The default configuration; mount a ConfigMap over /etc/gateway to replace it. Its SQLite inventory file
-# (data/offers.db, relative to the working directory) is opened read-only, so the root file system can be.
-COPY config/gateway.yaml /etc/gateway/gateway.yaml
-COPY --from=build /out/data/offers.db /var/lib/gateway/data/offers.db
 WORKDIR /var/lib/gateway
 USER 10001:10001
 EXPOSE 8080 9901
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/gateway"]
+# The configuration is mounted here (a ConfigMap, a volume): `gateway --check --offline FILE` checks one
+# before it ships.
 CMD ["--config", "/etc/gateway/gateway.yaml"]
+
+# The demo: the default configuration and its SQLite inventory file (opened read-only, so the root file
+# system can be), for trying the image and for deploy/base.
+FROM runtime AS demo
+COPY config/gateway.yaml /etc/gateway/gateway.yaml
+COPY --from=build /out/data/offers.db /var/lib/gateway/data/offers.db
+
+# The default target: the binary alone.
+FROM runtime

@@ -2,12 +2,16 @@
 # Proves the image and the manifests offline, with podman (no Docker daemon, no registry):
 #   1. base image: debootstrap --variant=minbase bookworm from the machine's apt mirror, imported and tagged
 #      as the Dockerfile's base images (cached as a tarball in GATEWAY_CI_CACHE between runs);
-#   2. podman build --pull=never of the Dockerfile;
-#   3. the image in a pod next to the mock downstreams: /startupz, /readyz, /livez and an aggregate request
+#   2. podman build --pull=never of the Dockerfile: the plain image (gateway:0.1.0, no demo data in it) and
+#      the demo target (gateway:0.1.0-demo);
+#   3. the demo image in a pod next to the mock downstreams: /startupz, /readyz, /livez and an aggregate request
 #      through the published ports, non-root and a read-only root file system, then SIGTERM: /readyz turns
 #      503 during the drain and the gateway exits 0;
 #   4. deploy/validate-manifests.sh (yamllint, kubectl kustomize, kubernetes-models, TypeScript);
-#   5. podman kube play of the rendered base (ConfigMap + Deployment, one replica): the probes answer.
+#   5. podman kube play of the rendered base (ConfigMap + Deployment, one replica): the probes answer;
+#   6. podman kube play of examples/own-config on the plain image (its ConfigMap, its Secret as the
+#      environment, its Deployment) with a mock downstream beside it: the probes answer, the example's
+#      route answers through the mock with the Secret's API key, SIGTERM drains and exits 0.
 # Needs root (rootful podman). Usage: deploy/ci.sh    Environment: GATEWAY_CI_CACHE (default
 # /var/cache/gateway-ci), GATEWAY_CI_STORAGE_DRIVER (overlay; vfs where overlay is unavailable),
 # GATEWAY_CI_PORT / GATEWAY_CI_ADMIN_PORT (host ports of step 3: 18080, 19901).
@@ -21,7 +25,8 @@ fail() {
   exit 1
 }
 
-image=gateway:0.1.0
+image=gateway:0.1.0-demo  # the demo target; steps 3 and 5
+plain_image=gateway:0.1.0  # the default target; step 6
 base_images=(docker.io/library/debian:bookworm docker.io/library/debian:bookworm-slim)
 cache=${GATEWAY_CI_CACHE:-/var/cache/gateway-ci}
 port=${GATEWAY_CI_PORT:-18080}
@@ -59,9 +64,12 @@ graphroot = "/var/lib/containers/storage"
 EOF
 
 play_file="$work/play.yaml"
+own_file="$work/own-config.yaml"
 cleanup() {
   podman pod rm -f "$pod" >/dev/null 2>&1 || true
   [ -f "$play_file" ] && podman kube down "$play_file" >/dev/null 2>&1 || true
+  [ -f "$own_file" ] && podman kube down "$own_file" >/dev/null 2>&1 || true
+  for secret in "$work"/own-secrets/*; do [ -e "$secret" ] && podman secret rm "$(basename "$secret")" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -99,12 +107,21 @@ ccache_dir=$(ccache -k cache_dir 2>/dev/null || true)
 if [ -n "$ccache_dir" ] && [ -d "$ccache_dir" ]; then
   build_args=(-v "$ccache_dir:/host-ccache" --build-arg CCACHE_DIR=/host-ccache)
 fi
-step "podman build $image"
+step "podman build $plain_image and $image"
 build_started=$SECONDS
-podman build --pull=never --network host "${build_args[@]}" -t "$image" -f Dockerfile . >"$work/build.log" 2>&1 ||
+podman build --pull=never --network host "${build_args[@]}" -t "$plain_image" -f Dockerfile . >"$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log"; fail "podman build failed"; }
-echo "built $image in $((SECONDS - build_started)) s, $(podman image inspect --format '{{.Size}}' "$image" | awk '{ printf "%.1f MB", $1 / 1e6 }')"
-[ "$(podman image inspect --format '{{.Config.User}}' "$image")" = "10001:10001" ] || fail "image does not run as 10001"
+podman build --pull=never --network host "${build_args[@]}" --target demo -t "$image" -f Dockerfile . \
+  >"$work/build-demo.log" 2>&1 || { tail -40 "$work/build-demo.log"; fail "podman build --target demo failed"; }
+for built in "$plain_image" "$image"; do
+  echo "built $built, $(podman image inspect --format '{{.Size}}' "$built" | awk '{ printf "%.1f MB", $1 / 1e6 }')"
+  [ "$(podman image inspect --format '{{.Config.User}}' "$built")" = "10001:10001" ] || fail "$built does not run as 10001"
+done
+echo "both in $((SECONDS - build_started)) s"
+podman run --rm --entrypoint /bin/sh "$plain_image" -c \
+  'test ! -e /etc/gateway/gateway.yaml && test ! -e /var/lib/gateway/data && /usr/local/bin/gateway --version' \
+  >/dev/null || fail "$plain_image carries the demo configuration or data"
+echo "$plain_image: no demo configuration, no demo data"
 
 # ---- 3. The image next to the mock downstreams (the mock binary of the release build, in a container of
 # the same image: the default config's downstreams are 127.0.0.1:9001 inside the pod).
@@ -199,5 +216,80 @@ check_probes "http://$ip:9901" || { podman logs "$container" 2>&1 | tail -30 >&2
 echo "kube play: pod $play_pod ($ip) answers /startupz /readyz /livez with the ConfigMap mounted"
 # kube play turned the liveness probe into a healthcheck timer, which needs systemd; its removal complains.
 podman kube down "$play_file" >/dev/null 2>"$work/down.log" || { cat "$work/down.log" >&2; fail "podman kube down"; }
+
+# ---- 6. podman kube play of examples/own-config on the plain image. The rendered example is played as a
+# user's cluster would run it, with what a cluster has and a pod alone lacks: its Secret (podman 4.3 wants
+# a podman secret of the same name holding {"KEY": "<base64>"}), the Services it names (hostAliases to
+# the pod itself) and the downstream behind them (the mock, a second container serving /catalog and /stock
+# on port 80, the Services' port). The image is the local plain one instead of the example's registry. The
+# optional Secret volume gateway-tls is left out: podman 4.3 does not honour `optional` and fails the pod.
+step "podman kube play of examples/own-config on $plain_image"
+(cd deploy/validate && node --input-type=module - "$work/render/rendered-examples-own-config.yaml" "$own_file" \
+  "$plain_image" "$mock_bin" "$work/own-secrets") <<'EOF'
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { parseAllDocuments, stringify } from "yaml";
+const [input, output, image, mock, secretsDir] = process.argv.slice(2);
+mkdirSync(secretsDir, { recursive: true });
+const kept = [];
+for (const o of parseAllDocuments(readFileSync(input, "utf8")).map((d) => d.toJS())) {
+  if (o.kind === "Secret") writeFileSync(`${secretsDir}/${o.metadata.name}`, JSON.stringify(o.data ?? {}));
+  if (o.kind === "ConfigMap") kept.push(o);
+  if (o.kind !== "Deployment") continue;
+  const pod = o.spec.template.spec;
+  pod.containers[0].image = image;
+  pod.volumes = pod.volumes.filter((v) => !v.secret?.optional);
+  const volumes = new Set(pod.volumes.map((v) => v.name));
+  pod.containers[0].volumeMounts = pod.containers[0].volumeMounts.filter((m) => volumes.has(m.name));
+  pod.hostAliases = [{ ip: "127.0.0.1", hostnames: ["catalog", "stock"] }];
+  pod.restartPolicy = "Never";  // so that the SIGTERM's exit stays to be seen (a cluster restarts it)
+  pod.containers.push({
+    name: "mock",
+    image,
+    command: ["/usr/local/bin/mock-downstream", "--listen", "0.0.0.0:80", "--delay", "10ms",
+              "--record-headers", "X-Api-Key"],
+    securityContext: { runAsUser: 0, runAsNonRoot: false },
+    volumeMounts: [{ name: "mock-bin", mountPath: "/usr/local/bin/mock-downstream", readOnly: true }],
+  });
+  pod.volumes.push({ name: "mock-bin", hostPath: { path: mock, type: "File" } });
+  kept.push(o);
+}
+writeFileSync(output, kept.map((o) => stringify(o)).join("---\n"));
+EOF
+[ "$(grep -c '^kind: ' "$own_file")" -eq 2 ] || { cat "$own_file" >&2; fail "expected a ConfigMap and a Deployment"; }
+for secret in "$work"/own-secrets/*; do
+  podman secret rm "$(basename "$secret")" >/dev/null 2>&1 || true
+  podman secret create "$(basename "$secret")" "$secret" >/dev/null
+done
+podman kube play "$own_file" >"$work/own-play.log" 2>&1 || { cat "$work/own-play.log" >&2; fail "podman kube play failed"; }
+own_pod=$(podman pod ps --format '{{.Name}}' | grep '^gateway' | head -1)
+[ -n "$own_pod" ] || { podman pod ps >&2; fail "no pod from kube play of examples/own-config"; }
+own_gateway=$(podman ps --filter "pod=$own_pod" --format '{{.Names}}' | grep -- '-gateway$' | head -1)
+own_ip=$(podman pod inspect --format '{{.InfraContainerID}}' "$own_pod" | xargs podman inspect \
+  --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}')
+[ -n "$own_gateway" ] && [ -n "$own_ip" ] || { podman ps -a >&2; fail "no gateway container or address in $own_pod"; }
+own_logs() { podman logs "$own_gateway" 2>&1 | tail -30 >&2 || true; }
+check_probes "http://$own_ip:9901" || { own_logs; fail "probes of the own-config pod"; }
+body=$(curl -sS --max-time 5 -D "$work/own-headers" "http://$own_ip:8080/api/product/A1") ||
+  { own_logs; fail "the own-config route did not answer"; }
+grep -q '^HTTP/1.1 200' "$work/own-headers" && ! grep -qi '^x-degraded' "$work/own-headers" ||
+  { cat "$work/own-headers" >&2; echo "$body" >&2; own_logs; fail "the own-config route's answer is not a whole 200"; }
+grep -q '"product":{' <<<"$body" && grep -q '"stock":{' <<<"$body" ||
+  { echo "$body" >&2; fail "the own-config answer lacks product or stock"; }
+curl -sS --max-time 2 "http://$own_ip:80/__stats" | grep -q '"x-api-key":"replace-me"' ||
+  fail "the catalog call did not carry the API key from the Secret gateway-env"
+echo "own-config: probes answer; /api/product/A1 200 through the mock, the API key from the Secret"
+podman kill --signal TERM "$own_gateway" >/dev/null
+wait_for "http://$own_ip:9901/readyz" 503 3 || { own_logs; fail "own-config: /readyz did not turn 503 after SIGTERM"; }
+for _ in $(seq 300); do
+  [ "$(podman inspect --format '{{.State.Status}}' "$own_gateway")" = "running" ] || break
+  sleep 0.1
+done
+status=$(podman inspect --format '{{.State.Status}} {{.State.ExitCode}}' "$own_gateway")
+case "$status" in
+  "stopped 0" | "exited 0") echo "own-config: SIGTERM, /readyz 503 while draining, exit 0" ;;
+  *) own_logs; fail "after SIGTERM the own-config gateway is: $status (expected: exited 0)" ;;
+esac
+podman kube down "$own_file" >/dev/null 2>"$work/own-down.log" || { cat "$work/own-down.log" >&2; fail "podman kube down"; }
+for secret in "$work"/own-secrets/*; do podman secret rm "$(basename "$secret")" >/dev/null 2>&1 || true; done
 
 step "done in $((SECONDS - started)) s"

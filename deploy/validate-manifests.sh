@@ -7,7 +7,8 @@
 #      TypeScript excess property checks (tsc); runs npm ci in deploy/validate when node_modules is
 #      missing or was installed from another package.json/package-lock.json;
 #   4. secrets: no Secret is rendered, the base references none, the postgres overlay takes DB_PASSWORD
-#      from the Secret gateway-db (key "password").
+#      from the Secret gateway-db (key "password"); examples/own-config renders one Secret, gateway-env
+#      (from its gateway.env), and passes it whole as environment.
 # RENDER_DIR (optional) keeps the rendered files there (deploy/ci.sh uses rendered-base.yaml); by default
 # they go to a temporary directory removed on exit. Requires yamllint, kubectl, node and npm.
 set -euo pipefail
@@ -82,9 +83,12 @@ EOF
 }
 status=0
 for out in "${rendered[@]}"; do
-  refs=$(secret_refs "$out")
+  # A generated Secret's name ends in a hash of its content.
+  refs=$(secret_refs "$out" | sed -E 's/(gateway-env)-[a-z0-9]+/\1-HASH/g')
   case "$(basename "$out")" in
     rendered-postgres.yaml) expected="Deployment/gateway gateway DB_PASSWORD=gateway-db/password" ;;
+    rendered-examples-own-config.yaml)
+      expected=$'Secret/gateway-env-HASH rendered\nDeployment/gateway gateway envFrom=gateway-env-HASH' ;;
     *) expected="" ;;
   esac
   if [[ "$refs" != "$expected" ]]; then
