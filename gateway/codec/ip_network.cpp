@@ -2,41 +2,39 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace gateway {
 
-namespace {
-
-// The address's bytes (an IPv4-mapped IPv6 address as IPv4); false when `text` is no address.
-bool address_bytes(std::string_view text, std::array<unsigned char, 16>& out, bool& v6) {
+std::optional<ip_address> ip_address::parse(std::string_view text) {
   boost::system::error_code ec;
   auto a = boost::asio::ip::make_address(std::string(text), ec);
-  if (ec) return false;
+  if (ec) return std::nullopt;
   if (a.is_v6() && a.to_v6().is_v4_mapped())
     a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
-  out = {};
-  v6 = a.is_v6();
-  if (v6) {
-    out = a.to_v6().to_bytes();
+  ip_address out;
+  out.v6_ = a.is_v6();
+  if (out.v6_) {
+    out.bytes_ = a.to_v6().to_bytes();
   } else {
     const auto b = a.to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), out.begin());
+    std::copy(b.begin(), b.end(), out.bytes_.begin());
   }
-  return true;
+  return out;
 }
-
-}  // namespace
 
 std::optional<ip_network> ip_network::parse(std::string_view text, std::string& error) {
   ip_network n;
   n.text_ = std::string(text);
   const auto slash = text.find('/');
-  if (!address_bytes(text.substr(0, slash), n.bytes_, n.v6_)) {
+  const auto address = ip_address::parse(text.substr(0, slash));
+  if (!address) {
     error = "'" + std::string(text) + "' is not an IP address or network (like 10.0.0.0/8)";
     return std::nullopt;
   }
-  const unsigned bits = n.v6_ ? 128 : 32;
+  n.address_ = *address;
+  const unsigned bits = n.address_.v6_ ? 128 : 32;
   n.prefix_ = bits;
   if (slash != std::string_view::npos) {
     const auto digits = text.substr(slash + 1);
@@ -49,18 +47,21 @@ std::optional<ip_network> ip_network::parse(std::string_view text, std::string& 
   return n;
 }
 
-bool ip_network::contains(std::string_view address) const {
-  std::array<unsigned char, 16> bytes{};
-  bool v6 = false;
-  if (!address_bytes(address, bytes, v6) || v6 != v6_) return false;
+bool ip_network::contains(const ip_address& address) const {
+  if (address.v6_ != address_.v6_) return false;
   unsigned left = prefix_;
   for (std::size_t i = 0; left > 0; ++i) {
     const unsigned take = left >= 8 ? 8 : left;
     const auto mask = static_cast<unsigned char>(0xFF << (8 - take));
-    if ((bytes[i] & mask) != (bytes_[i] & mask)) return false;
+    if ((address.bytes_[i] & mask) != (address_.bytes_[i] & mask)) return false;
     left -= take;
   }
   return true;
+}
+
+bool ip_network::contains(std::string_view address) const {
+  const auto parsed = ip_address::parse(address);
+  return parsed && contains(*parsed);
 }
 
 std::string_view forwarded_client(std::string_view forwarded_for, std::span<const ip_network> trusted) {
@@ -72,12 +73,12 @@ std::string_view forwarded_client(std::string_view forwarded_for, std::span<cons
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
     while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
     while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
-    std::array<unsigned char, 16> bytes{};
-    bool v6 = false;
-    if (entry.empty() || entry.size() > 64 || !address_bytes(entry, bytes, v6)) return believed;
+    if (entry.empty() || entry.size() > 64) return believed;
+    const auto address = ip_address::parse(entry);
+    if (!address) return believed;
     believed = entry;
     bool ours = false;
-    for (const auto& n : trusted) ours = ours || n.contains(entry);
+    for (const auto& n : trusted) ours = ours || n.contains(*address);
     if (!ours) return entry;
   }
   return believed;
