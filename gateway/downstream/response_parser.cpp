@@ -1,4 +1,4 @@
-// One file of ~400 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
+// One file of ~450 lines, over the usual size: Beast's callbacks, the checks Beast leaves out and the
 // rewrites of forms Beast refuses all work on the same parser state and the same buffered bytes; apart,
 // that state would have to be exposed between files.
 
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <limits>
 
 namespace gateway {
@@ -90,6 +91,38 @@ response_parser::response_parser(std::size_t body_limit, std::size_t header_limi
   start_message();
 }
 
+// The legal changes of state; any other is a bug:
+//   awaiting -> head (the first byte)
+//   head     -> head (an interim response skipped) | body | done (a final head without a body) | failed
+//   body     -> chunks (a chunk with data) | trailers (a last chunk first) | done | failed
+//   chunks   -> chunks (the next chunk) | trailers | failed
+//   trailers -> done | failed
+//   done, failed -> none
+constexpr bool response_parser::legal(state from, state to) {
+  switch (from) {
+    case state::awaiting:
+      return to == state::head;
+    case state::head:
+      return to == state::head || to == state::body || to == state::done || to == state::failed;
+    case state::body:
+      return to == state::chunks || to == state::trailers || to == state::done || to == state::failed;
+    case state::chunks:
+      return to == state::chunks || to == state::trailers || to == state::failed;
+    case state::trailers:
+      return to == state::done || to == state::failed;
+    case state::done:
+    case state::failed:
+      return false;
+  }
+  return false;
+}
+
+// The one place the state changes (asserting that the change is legal()).
+void response_parser::enter(state next) {
+  assert(legal(state_, next));
+  state_ = next;
+}
+
 // A new Beast parser for the next head. Beast's body limit is off: the limit is counted here, because a
 // chunk-size line Beast refuses is given to it again (put_chunk_line) and Beast would count it twice.
 void response_parser::start_message() {
@@ -107,26 +140,41 @@ void response_parser::start_message() {
 }
 
 std::size_t response_parser::put(std::string_view data, error_code& ec) {
+  assert(state_ != state::failed && "put() after an error");
   ec = {};
-  if (!data.empty()) got_some_ = true;
+  if (state_ == state::awaiting) {
+    if (data.empty()) {
+      ec = http::error::need_more;
+      return 0;
+    }
+    enter(state::head);
+  }
   std::size_t used = 0;
-  while (!done_) {
+  while (state_ != state::done) {
     const auto rest = data.substr(used);
-    used += reader_->is_header_done() ? put_body(rest, ec) : put_head(rest, ec);
+    used += state_ == state::head ? put_head(rest, ec) : put_body(rest, ec);
     if (ec) break;
   }
+  if (ec && ec != http::error::need_more) enter(state::failed);
   return used;
 }
 
 void response_parser::put_eof(error_code& ec) {
+  assert(state_ != state::failed && "put_eof() after an error");
   ec = {};
-  if (done_) return;
-  if (!reader_->got_some()) {  // nothing of the final response yet
-    ec = http::error::partial_message;
-    return;
+  switch (state_) {
+    case state::done:
+      return;
+    case state::awaiting:  // no answer at all: nothing to fail (got_some() stays false)
+      ec = http::error::partial_message;
+      return;
+    case state::head:  // nothing of the final response given to Beast yet
+      ec = http::error::partial_message;
+      return enter(state::failed);
+    default:
+      reader_->put_eof(ec);  // completes a body framed by the end of the connection only
+      return enter(ec ? state::failed : state::done);
   }
-  reader_->put_eof(ec);  // completes a body framed by the end of the connection only
-  done_ = !ec;
 }
 
 std::size_t response_parser::feed(std::string_view data, error_code& ec) {
@@ -196,6 +244,7 @@ bool response_parser::finish_head(error_code& ec) {
       return false;
     }
     start_message();
+    enter(state::head);
     return true;
   }
   // An HTTP/1.0 answer with Transfer-Encoding has faulty framing: close after it (RFC 9112 6.1). (Beast's
@@ -211,13 +260,13 @@ bool response_parser::finish_head(error_code& ec) {
       body_.reserve(static_cast<std::size_t>(*length));
     }
   }
-  done_ = reader_->is_done();
+  enter(reader_->is_done() ? state::done : state::body);
   return true;
 }
 
 std::size_t response_parser::put_body(std::string_view data, error_code& ec) {
   std::size_t n = 0;
-  if (reader_->chunked() && !after_chunk_ && chunk_left_ == 0 && data.size() < 5) {
+  if (state_ == state::body && reader_->chunked() && data.size() < 5) {
     // Beast 1.81 asserts that it has 5 bytes at a chunk-size line once it has seen a last chunk of 3
     // ("0\r\n" as the first chunk; boostorg/beast pull request 2861): fewer are judged here.
     n = put_chunk_line(data, ec);
@@ -231,23 +280,24 @@ std::size_t response_parser::put_body(std::string_view data, error_code& ec) {
     }
   }
   // A trailer section Beast refuses is a bad field (as a line not a field, whatever Beast's reason).
-  if (ec && ec != http::error::need_more && trailers_ && ec != http::error::header_limit &&
+  if (ec && ec != http::error::need_more && state_ == state::trailers && ec != http::error::header_limit &&
       ec != http::error::bad_obs_fold) {
     ec = http::error::bad_field;
   }
-  if (!ec && reader_->is_done()) done_ = true;
+  if (!ec && reader_->is_done()) enter(state::done);
   return n;
 }
 
-// `data` starts at a chunk-size line (after the CRLF ending the previous chunk's data), and Beast either
-// refused the line's extensions, waits for more of the line or of the trailer section, or waits on an
-// extension it cannot end (an open quote). Judges what Beast leaves unbounded: the line's length, the
-// trailer section's size and bare LFs in it (which must not let it run into the next response). A complete
-// line the rule accepts is given to Beast with its extensions turned into leading zeros: the same length,
-// so that Beast's offsets into it still hold. Returns what Beast consumed of it.
+// `data` starts at a chunk-size line (in state chunks, at the CRLF ending the previous chunk's data, which
+// Beast takes with the line), and Beast either refused the line's extensions, waits for more of the line or
+// of the trailer section, or waits on an extension it cannot end (an open quote); or it is the first line,
+// in fewer than 5 bytes, not yet given to Beast (put_body()). Judges what Beast leaves unbounded: the line's
+// length, the trailer section's size and bare LFs in it (which must not let it run into the next response). A
+// complete line the rule accepts is given to Beast with its extensions turned into leading zeros: the same
+// length, so that Beast's offsets into it still hold. Returns what Beast consumed of it.
 std::size_t response_parser::put_chunk_line(std::string_view data, error_code& ec) {
   std::size_t at = 0;
-  if (after_chunk_) {
+  if (state_ == state::chunks) {
     if (data.size() < 2) {
       ec = http::error::need_more;
       return 0;
@@ -324,7 +374,7 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
     ec = http::error::bad_obs_fold;
     return;
   }
-  if (o.trailers_) {
+  if (o.state_ == response_parser::state::trailers) {
     // Trailer fields are skipped; their lines count against the head limit.
     const char* end = value.data() + value.size();
     while (*end == ' ' || *end == '\t') ++end;
@@ -392,6 +442,7 @@ void response_parser::reader::on_chunk_header_impl(std::uint64_t size, string_vi
   if (!o.copied_line_ && (ec = check_chunk_line(line))) return;
   if (size == 0) {
     o.trailers_ = line.data() + line.size() + 2;
+    o.enter(response_parser::state::trailers);
     return;
   }
   if (size > o.body_limit_ - std::min(o.body_limit_, o.body_.size())) {
@@ -399,7 +450,7 @@ void response_parser::reader::on_chunk_header_impl(std::uint64_t size, string_vi
     return;
   }
   o.chunk_left_ = size;
-  o.after_chunk_ = true;
+  o.enter(response_parser::state::chunks);
 }
 
 std::size_t response_parser::reader::on_chunk_body_impl(std::uint64_t remain, string_view body,

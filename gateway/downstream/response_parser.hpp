@@ -1,19 +1,20 @@
 #pragma once
 // An incremental, strict HTTP/1.1 response parser for downstream answers, built on Beast's basic_parser.
 // Interim (1xx) responses are skipped: the answer is the final response that follows them. It keeps what
-// a call needs (the status, the body, its content coding, whether the connection may be reused). Beast
-// checks the syntax; what it leaves out (obs-fold, one `chunked` as the only transfer coding,
-// Content-Length as one number, the size of chunk-size lines and trailer sections) is checked in its
-// callbacks, and the few forms it refuses that are accepted here (no reason phrase, HTTP/1.2 to 1.9,
-// whitespace or free text in chunk extensions) are handed to it rewritten. Bodies are framed by
-// Content-Length, chunked transfer coding, or the end of the connection. Pure: bytes in, state out;
-// errors are Beast's http::error codes.
+// a call needs (the status, the body and its content coding, whether the connection may be reused, what
+// Cache-Control and Vary say about sharing it, the fields a capture names). Beast checks the syntax; what
+// it leaves out (obs-fold, one `chunked` as the only transfer coding, Content-Length as one number, the
+// size of chunk-size lines and trailer sections) is checked here, and the few forms it refuses that this
+// parser accepts (no reason phrase, HTTP/1.2 to 1.9, whitespace or free text in chunk extensions) are
+// handed to it rewritten. Bodies are framed by Content-Length, chunked transfer coding, or the end of the
+// connection. Pure: bytes in, state out; errors are Beast's http::error codes.
 //
 // put() consumes what it can and returns the count; the caller keeps the rest and presents it again with
 // more bytes (a head, a chunk-size line, or the last chunk with its trailer section, is consumed only once
-// complete). `ec` is http::error::need_more when more input is needed. Limits: the head (status line and
-// fields) at most `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within
-// `header_limit`, the body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
+// complete). `ec` is http::error::need_more when more input is needed; after any other error the parser
+// has failed, and nothing more may be put (asserted). Limits: the head (status line and fields) at most
+// `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within `header_limit`, the
+// body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
 
 #include "gateway/codec/content_coding.hpp"
 
@@ -49,8 +50,10 @@ class response_parser {
   // The connection ended: completes a body framed by the end of the connection, else partial_message.
   void put_eof(boost::system::error_code& ec);
 
-  bool got_some() const { return got_some_; }
-  bool is_done() const { return done_; }
+  // Bytes of the answer have arrived (put() was given some): a connection that ends before any is told
+  // from one that cuts an answer.
+  bool got_some() const { return state_ != state::awaiting; }
+  bool is_done() const { return state_ == state::done; }
   bool keep_alive() const { return keep_alive_; }
   unsigned status() const { return status_; }
   // Seconds the answer may be kept by a shared cache (its Cache-Control fields); 0: not at all.
@@ -73,6 +76,21 @@ class response_parser {
   bool shareable() const { return shareable_; }
 
  private:
+  // Where the answer is. Transitions: legal(), enter(). Before the final head, `reader_` has been given
+  // nothing (a head goes to it only once complete); from `body` on it holds the final head.
+  enum class state : std::uint8_t {
+    awaiting,  // nothing received yet (a put_eof() now fails without leaving it: got_some() stays false)
+    head,      // a head is arriving: the answer's, or the one after an interim (1xx) response
+    body,      // the final head is parsed: its body is arriving (by Content-Length, to the end of the
+               // connection, or chunked, up to the first chunk with data)
+    chunks,    // chunked: a chunk with data has been read: a CRLF ends its data before the next
+               // chunk-size line (chunk_left_: what is still to come of it)
+    trailers,  // chunked: Beast has taken the last chunk and is parsing the trailer section after it
+               // (trailers_), all within one feed(): it ends done or failed there
+    done,      // the answer is complete; put() consumes nothing more
+    failed,    // put() or put_eof() reported an error other than need_more; nothing more may be put
+  };
+
   // Beast's parser for one message (a new one for each head: Beast ends a message at an interim
   // response); its callbacks report to the response_parser that owns it.
   class reader final : public boost::beast::http::basic_parser<false> {
@@ -98,6 +116,8 @@ class response_parser {
     response_parser& owner_;
   };
 
+  static constexpr bool legal(state from, state to);
+  void enter(state next);
   void start_message();
   std::size_t put_head(std::string_view data, boost::system::error_code& ec);
   bool finish_head(boost::system::error_code& ec);
@@ -113,21 +133,21 @@ class response_parser {
   const char* fed_ = nullptr;
   std::size_t scanned_ = 0;  // bytes of the pending head already searched for its end
   static constexpr unsigned max_interim = 8;
+  state state_ = state::awaiting;
   unsigned interim_ = 0;  // interim (1xx) responses skipped so far
-  bool got_some_ = false;
-  bool done_ = false;
-  bool keep_alive_ = true;
+  // Facts of the head being parsed (from `body` on, of the final one).
+  bool keep_alive_ = true;  // the connection may be reused after the answer (set from the final head)
   bool http10_ = false;
   bool connection_close_ = false;  // a Connection field lists close
   bool connection_keep_alive_ = false;
   unsigned status_ = 0;
   std::optional<std::uint32_t> fresh_for_;  // from Cache-Control; several fields: the shortest
   content_coding coding_ = content_coding::identity;
-  bool coding_seen_ = false;      // a Content-Encoding field was read
-  std::uint64_t chunk_left_ = 0;  // bytes of the current chunk still to come
-  bool after_chunk_ = false;      // a chunk's data ended: a CRLF comes before the next chunk-size line
-  bool copied_line_ = false;      // Beast is given a chunk-size line put_chunk_line has checked
-  // Set once Beast parses the last chunk: the start of the trailer section, in the bytes then fed.
+  bool coding_seen_ = false;  // a Content-Encoding field was read
+
+  std::uint64_t chunk_left_ = 0;  // chunks: bytes of the current chunk's data still to come
+  bool copied_line_ = false;  // during one feed(): Beast is given a chunk-size line put_chunk_line checked
+  // trailers: the start of the trailer section, in the bytes being fed.
   const char* trailers_ = nullptr;
   std::string body_;
   answer_capture keep_;

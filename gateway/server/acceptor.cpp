@@ -129,7 +129,7 @@ void acceptor::accept_loop(net::yield_context yield) {
   net::steady_timer backoff(yield.get_executor());
   error_code ec;
   listener_.non_blocking(true, ec);
-  while (!state_.stopping && !state_.closing && listener_.is_open()) {
+  while (!state_.closing && listener_.is_open()) {  // (closing: stopping too)
     sockaddr_storage peer{};
     socklen_t peer_size = sizeof peer;
     const int fd = ::accept4(listener_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &peer_size,

@@ -27,7 +27,7 @@ admin_reply livez(const admin_sources& from) {
 
 admin_reply readyz(const admin_sources& from, const config_generation& current) {
   if (!from.state->started) return {503, text, "starting\n"};
-  if (from.state->draining || from.state->stopping) return {503, text, "draining\n"};
+  if (from.state->draining) return {503, text, "draining\n"};  // or stopping
   for (const auto* d : current.databases) {
     if (!d->ready()) return {503, text, "database '" + d->name() + "' not connected\n"};
   }

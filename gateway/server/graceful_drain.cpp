@@ -21,7 +21,7 @@ graceful_drain::graceful_drain(net::io_context& ioc, const shutdown_settings& se
       shutdown_timer_(ioc) {}
 
 void graceful_drain::begin() {
-  if (state_.draining.exchange(true) || state_.stopping) return;
+  if (state_.advance(server_phase::draining) >= server_phase::draining) return;  // or stopping
   spdlog::info(
       "drain: not ready; serving for {} more, then closing the listener (cancelling what is left after {})",
       format_duration(settings_.drain_delay), format_duration(settings_.timeout));
@@ -46,7 +46,7 @@ void graceful_drain::cancel() {
 }
 
 void graceful_drain::close_listener() {
-  state_.closing = true;
+  state_.advance(server_phase::closing);
   close_listener_();
   spdlog::info("drain: listener closed; {} connections, {} requests in flight", state_.connections.load(),
                state_.inflight.load());

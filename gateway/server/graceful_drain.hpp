@@ -1,8 +1,8 @@
 #pragma once
 // The graceful drain (first SIGTERM), driven on I/O thread 0:
-//   1. at once: /readyz answers 503 (state.draining) while serving goes on;
-//   2. after shutdown.drain_delay: state.closing is set and the listener closes, and the idle connections
-//      with it; kept-alive connections answer their next request with "Connection: close";
+//   1. at once: the phase moves to draining: /readyz answers 503 while serving goes on;
+//   2. after shutdown.drain_delay: the phase moves to closing and the listener closes, and the idle
+//      connections with it; kept-alive connections answer their next request with "Connection: close";
 //   3. once the last connection has gone (checked every 20 ms): stop.
 // Whatever still runs shutdown.timeout after the signal is cancelled: stop. Beast-free.
 

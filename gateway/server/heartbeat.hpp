@@ -17,8 +17,8 @@ class heartbeat {
  public:
   explicit heartbeat(boost::asio::io_context& ioc) : timer_(ioc) {}
 
-  // Spawns the beating coroutine on the timer's I/O thread; it ends once `state.stopping` is set and the
-  // timer is cancelled (stop()).
+  // Spawns the beating coroutine on the timer's I/O thread; it ends once the phase has reached stopping
+  // and the timer is cancelled (stop()).
   void start(worker_metrics& metrics, const server_state& state);
   void stop() { timer_.cancel(); }  // on the timer's I/O thread
 

@@ -253,7 +253,7 @@ void server::impl::close_retired() {
 // changed (cert-manager rotated a client certificate or a CA) is built anew by a reload.
 void server::impl::check_tls_files() {
   const auto now = clock::now();
-  if (now - tls_checked < std::chrono::seconds(5) || state.stopping || state.draining) return;
+  if (now - tls_checked < std::chrono::seconds(5) || state.draining) return;
   tls_checked = now;
   std::string digests;
   const auto changed = tls_files_changed(*current.load(), digests);
@@ -273,7 +273,7 @@ reload_report server::impl::reload() {
   // file back at the running values (or the process restarts).
   report.restart_required = restart_change_keys(running->restart_pending);
   const auto& path = config.source;
-  if (state.stopping || state.draining) {
+  if (state.draining) {  // or stopping
     report.errors.push_back("the gateway is shutting down: no reload");
     return report;
   }
@@ -358,7 +358,7 @@ void server::impl::close_listener() {
 }
 
 void server::impl::stop() {
-  if (state.stopping.exchange(true)) return;
+  if (state.advance(server_phase::stopping) == server_phase::stopping) return;
   admin->stop();
   net::post(workers.front()->ioc, [this] {
     listener->close();
@@ -479,14 +479,15 @@ void server::run(const std::function<void()>& on_started) {
   if (impl_->certificates) impl_->certificates->start();
   for (std::size_t i = 0; i < impl_->workers.size(); ++i)
     impl_->workers[i]->beat.start(impl_->metrics->worker(i), impl_->state);
-  impl_->state.started =
-      true;  // the listener has been listening since construction; the accept loop is queued
+  // The listener has been listening since construction; the accept loop is queued. (A drain or a stop
+  // called before is not undone.)
+  impl_->state.advance(server_phase::serving);
   impl_->admin->start();
   if (!impl_->config.source.empty()) {
     impl_->watch = std::make_unique<housekeeping>(
         impl_->config.source, impl_->config.server.watch_config,
         [this] {
-          if (!impl_->state.stopping && !impl_->state.draining) impl_->reload();
+          if (!impl_->state.draining) impl_->reload();
         },
         [this] {
           impl_->close_retired();

@@ -212,9 +212,46 @@ TEST_CASE("response parser: got_some tells a connection closed before any byte f
   response_parser p(100, 100);
   CHECK(!p.got_some());
   error_code ec;
-  p.put("HTTP/1.1 2", ec);
+  CHECK(p.put("", ec) == 0);
   CHECK(ec == http::error::need_more);
-  CHECK(p.got_some());
+  CHECK(!p.got_some());
+  p.put_eof(ec);  // no answer at all
+  CHECK(ec == http::error::partial_message);
+  CHECK(!p.got_some());
+  CHECK(!p.is_done());
+
+  response_parser cut(100, 100);
+  cut.put("HTTP/1.1 2", ec);
+  CHECK(ec == http::error::need_more);
+  CHECK(cut.got_some());
+  cut.put_eof(ec);
+  CHECK(ec == http::error::partial_message);
+  CHECK(cut.got_some());
+  CHECK(!cut.is_done());
+}
+
+TEST_CASE("response parser: an answer ended by the connection after an interim response is cut") {
+  CHECK(parse("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", 0, true).ec == http::error::partial_message);
+  CHECK(parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", 0, true).ec ==
+        http::error::partial_message);
+  const auto o = parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n{}", 0, true);
+  CHECK(o.done);
+  CHECK(o.body == "{}");
+}
+
+TEST_CASE("response parser: a complete answer takes nothing more") {
+  response_parser p(100, 100);
+  error_code ec;
+  const std::string wire = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n";
+  CHECK(p.put(wire, ec) == wire.size() - 17);
+  CHECK(!ec);
+  REQUIRE(p.is_done());
+  CHECK(p.put("HTTP/1.1 200 OK\r\n", ec) == 0);
+  CHECK(!ec);
+  p.put_eof(ec);
+  CHECK(!ec);
+  CHECK(p.is_done());
+  CHECK(p.body() == "{}");
 }
 
 TEST_CASE("response parser: mutated answers, cut anywhere, never overrun or exceed the body limit") {
