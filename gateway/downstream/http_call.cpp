@@ -27,7 +27,7 @@ void http_call::start(const request_head& head, http_endpoints& lane, const call
 http_call::http_call(const request_head& head, http_endpoints& lane, const call_request& request,
                      call_sink& sink, std::size_t index, std::string lead)
     : lane_(lane),
-      sink_(&sink),
+      sink_(sink),
       index_(index),
       cancel_(*request.cancel),
       deadline_(request.deadline),
@@ -59,6 +59,19 @@ http_call::http_call(const request_head& head, http_endpoints& lane, const call_
     cancel_attempts(cancel_.reason());
     if (timer_use_ != timer_use::none) timer_->cancel();
   });
+}
+
+// The legal changes of state; any other is a bug:
+//   running  -> reported (report())
+//   reported -> none: the call frees itself (free_if_done())
+constexpr bool http_call::legal(state from, state to) {
+  return from == state::running && to == state::reported;
+}
+
+// The one place the state changes (asserting that the change is legal()).
+void http_call::enter(state next) {
+  assert(legal(state_, next));
+  state_ = next;
 }
 
 // A new attempt in a free slot (the first, or a retry after a backoff); its start is the caller's last
@@ -134,7 +147,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   // breaker judges the call: an attempt cut by the deadline is a timeout; one cancelled otherwise (another
   // attempt won, the client left) counts neither way.
   const auto& res = r.result;
-  const bool deadline = sink_ != nullptr && cancel_.reason() == cancel_reason::deadline;
+  const bool deadline = state_ == state::running && cancel_.reason() == cancel_reason::deadline;
   const bool failed =
       res.contacted && (res.outcome == call_outcome::cancelled
                             ? deadline && counts_as_failure(lane_.settings().breaker.failures,
@@ -145,7 +158,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   lane_.attempt_ended(*endpoint, ticket_[slot], failed, res.ok(), r.ended);
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
-  if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended
+  if (state_ == state::reported) return free_if_done();  // an attempt that lost, now ended
   if (trace_ != nullptr) trace_->end_attempt(attempt_span_[slot], r.ended, &r.result);
   if (r.result.ok()) {
     lane_.record_latency(r.result.latency);
@@ -191,7 +204,7 @@ void http_call::arm_timer(timer_use use, clock::time_point due) {
 
 void http_call::timer_fired(const error_code& ec, unsigned arming) {
   --timer_waits_;
-  if (arming != timer_armings_ || sink_ == nullptr) return free_if_done();  // replaced, or reported
+  if (arming != timer_armings_ || state_ == state::reported) return free_if_done();  // replaced, or reported
   const auto use = std::exchange(timer_use_, timer_use::none);
   if (use == timer_use::hedge) {
     const bool one_live = (live_[0] != nullptr) != (live_[1] != nullptr);
@@ -235,15 +248,17 @@ void http_call::report(call_result result, clock::time_point now) {
     timer_->cancel();
   }
   lane_.call_ended();
-  auto* sink = std::exchange(sink_, nullptr);
+  enter(state::reported);
+  call_sink& sink = sink_;  // the fan-out: alive until it has this report
   const auto index = index_;
   free_if_done();
-  sink->call_finished(index, std::move(result));
+  sink.call_finished(index, std::move(result));
 }
 
 // The one place the call frees itself: it has reported, no attempt is live and no timer handler is due.
 void http_call::free_if_done() {
-  if (sink_ == nullptr && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0) delete this;
+  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0)
+    delete this;
 }
 
 }  // namespace gateway

@@ -11,9 +11,9 @@
 // reported at once and the other attempt is cancelled (its socket closed). Otherwise the failure of the
 // attempt that ended last is reported, once no attempt is left and no retry follows.
 //
-// States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
-// lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry
-// backoff, one at a time.
+// States (state_; transitions: legal(), enter()): running (attempts live, or a hedge or a retry due) ->
+// reported (the sink has the result; attempts that lost may still be ending, each cancelled, and a timer
+// handler may still run) -> freed. Its timer serves the hedge delay and the retry backoff, one at a time.
 //
 // Ownership and wake-ups: start() allocates the call; only its attempts and its timer's handler refer to
 // it, and it frees itself in one place, free_if_done(): once it has reported, no attempt is live and no
@@ -56,12 +56,18 @@ class http_call {
   void attempt_done(std::size_t slot, http_attempt::report&& report);
 
  private:
+  enum class state : std::uint8_t {
+    running,   // attempts live, or a hedge or a retry due; the call is in the fan-out's cancel_source
+    reported,  // the sink has the result; the call waits for its attempts and timer handlers to end
+  };
   enum class timer_use : std::uint8_t { none, hedge, backoff };
 
   http_call(const request_head& head, http_endpoints& lane, const call_request& request, call_sink& sink,
             std::size_t index, std::string lead);
   ~http_call() = default;
 
+  static constexpr bool legal(state from, state to);
+  void enter(state next);
   void start_attempt(bool retry);
   void start_hedge();
   enum class launched : std::uint8_t { yes, no_address, refused };
@@ -76,7 +82,8 @@ class http_call {
   void free_if_done();
 
   http_endpoints& lane_;
-  call_sink* sink_;  // null once reported
+  state state_ = state::running;
+  call_sink& sink_;  // the fan-out's, until the report
   std::size_t index_;
   cancel_source& cancel_;  // the fan-out's, until the report
   std::optional<cancel_source::scoped_hook> hook_;
