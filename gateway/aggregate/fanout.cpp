@@ -22,19 +22,69 @@ bool passes_to_client(const call_settings& call, const call_result& result) {
 }
 
 fanout::~fanout() {
-  assert(cancelling_ == 0 && "a fan-out ended inside its own cancel loop");
+  assert(state_ != state::cancelling && "a fan-out ended inside its own cancel loop");
   memory_budget::release(held_bytes_);
 }
 
-void fanout::cancel(cancel_reason why) {
-  if (cancelled_ == cancel_reason::none) cancelled_ = why;
-  // A call may finish inside its cancel hook; while this loop runs, call_finished() defers the wake-up of
-  // run() (see there), so this fan-out outlives the loop.
-  ++cancelling_;
-  for (std::size_t i = 0; i < cancels_.size(); ++i) {
-    if (!finished_[i]) cancels_[i].request_cancel(why);
+// The legal changes of state; any other is a bug:
+//   idle       -> starting (run())
+//   starting   -> running | settled (cancelled before run(), or a call could not be started)
+//   running    -> cancelling (cancel()) | settled (the answer is decided) | joining | done (the last report)
+//   cancelling -> settled (every unfinished call cancelled)
+//   settled    -> joining | done (the last report)
+//   joining    -> done (the timer's handler has run)
+//   done       -> none
+constexpr bool fanout::legal(state from, state to) {
+  switch (from) {
+    case state::idle:
+      return to == state::starting;
+    case state::starting:
+      return to == state::running || to == state::settled;
+    case state::running:
+      return to == state::cancelling || to == state::settled || to == state::joining || to == state::done;
+    case state::cancelling:
+      return to == state::settled;
+    case state::settled:
+      return to == state::joining || to == state::done;
+    case state::joining:
+      return to == state::done;
+    case state::done:
+      return false;
   }
-  --cancelling_;
+  return false;
+}
+
+// The one place the state changes (asserting that the change is legal()).
+void fanout::enter(state next) {
+  assert(legal(state_, next));
+  state_ = next;
+}
+
+void fanout::cancel(cancel_reason why) {
+  switch (state_) {
+    case state::idle:
+      if (cancelled_before_run_ == cancel_reason::none) cancelled_before_run_ = why;
+      return;
+    case state::running:
+      // A call may finish inside its cancel hook; while this loop runs, call_finished() defers the wake-up
+      // of run() (see there), so this fan-out outlives the loop.
+      enter(state::cancelling);
+      cancel_pending(why);
+      return enter(state::settled);
+    case state::starting:    // not expected (run() itself runs): nobody waits, a wake-up only marks
+    case state::cancelling:  // not expected (from a cancel hook): wake-ups stay deferred
+      return cancel_pending(why);
+    case state::settled:  // every unfinished call is cancelled already
+    case state::joining:  // every call has reported
+    case state::done:
+      return;
+  }
+}
+
+void fanout::cancel_pending(cancel_reason why) {
+  for (std::size_t i = 0; i < cancels_.size(); ++i) {
+    if (calls_[i] == call_state::pending) cancels_[i].request_cancel(why);
+  }
 }
 
 call_request fanout::make_request(std::size_t index, std::string& target, std::string& body) {
@@ -80,6 +130,7 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
 }
 
 void fanout::call_finished(std::size_t index, call_result&& result) {
+  assert(calls_[index] == call_state::pending && "a call reported twice, or after it failed to start");
   if (result.outcome == call_outcome::cancelled && cancels_[index].reason() == cancel_reason::deadline) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
@@ -110,16 +161,16 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   memory_budget::force_charge(bytes);
   held_bytes_ += bytes;
   results_[index] = std::move(result);
-  finished_[index] = 1;
-  if (--pending_ != 0) {
-    // Once a call decides the answer, run() cancels what the answer no longer needs and answers as soon
-    // as nothing listed before the deciding call could still decide, instead of waiting for the deadline;
-    // it looks again at every call's end until then. Woken like the last call (see below).
-    if (decider_ == npos || settling_) return;
-  }
-  // The last call: run() may go on to end the request and destroy this fan-out. Resumed here only when
-  // the caller is a call's completion that touches nothing afterwards; inside cancel()'s loop, deferred.
-  if (cancelling_ > 0) {
+  calls_[index] = call_state::reported;
+  // Once a call decides the answer, run() cancels what the answer no longer needs and answers as soon as
+  // nothing listed before the deciding call could still decide, instead of waiting for the deadline; it
+  // looks again at every call's end until it has settled. Otherwise only the last call wakes it.
+  if (--pending_ != 0 && (decider_ == npos || (state_ != state::starting && state_ != state::running)))
+    return;
+  // run() may go on to end the request and destroy this fan-out. Resumed here only when the caller is a
+  // call's completion that touches nothing afterwards; inside cancel()'s loop, deferred. (When run() itself
+  // is the caller, starting or in its own loops, it is not waiting: either only marks its next wait.)
+  if (state_ == state::cancelling) {
     wake_.notify();
   } else {
     wake_.resume_now();
@@ -152,22 +203,30 @@ void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::
 
 // A call decides the answer (decider_): the calls still running that could decide before it (listed
 // before it, and passing statuses, or required while a passed answer decides) are waited for, every
-// other is cancelled now. True when none is waited for: the answer is decided.
+// other is cancelled now. True when none is waited for: the answer is decided, every unfinished call is
+// cancelled. Called by run() (running): a call finishing in its cancel hook only marks run()'s next wait.
 bool fanout::settle_decided() {
   const auto& calls = request_->route->calls;
   bool waiting = false;
-  ++cancelling_;  // a call may finish in its cancel hook: wake-ups of run() are deferred meanwhile
   // decider_ only moves earlier, also inside this loop (a required call cancelled here decides then).
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    if (finished_[i]) continue;
+    if (calls_[i] != call_state::pending) continue;
     if (i < decider_ && (!calls[i].pass.empty() || (calls[i].required && decided_by_pass_))) {
       waiting = true;
       continue;
     }
     cancels_[i].request_cancel(cancel_reason::settled);
   }
-  --cancelling_;
   return !waiting;
+}
+
+// Cancels the calls whose deadline has passed. Called by run() (running), as settle_decided().
+void fanout::cancel_due() {
+  const auto now = clock::now();
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    if (calls_[i] == call_state::pending && deadlines_[i] <= now)
+      cancels_[i].request_cancel(cancel_reason::deadline);
+  }
 }
 
 void fanout::wait_until(clock::time_point due) {
@@ -178,7 +237,7 @@ void fanout::wait_until(clock::time_point due) {
     // fan-out, so nothing of it is touched.
     if (ec == net::error::operation_aborted) return;
     // Expired: run() does not end before this handler has run (see its end), so this fan-out is alive.
-    // Resumed as the last thing: run() may cancel calls (deferred wake-ups, see cancel()) or end in it.
+    // Resumed as the last thing: run() may cancel calls or end in it.
     timer_waiting_ = false;
     wake_.resume_now();
   });
@@ -254,7 +313,7 @@ void fanout::start_call(std::size_t index) {
 std::vector<call_result> fanout::run(const fanout_request& request, net::yield_context yield) {
   const std::size_t n = request.route->calls.size();
   results_.assign(n, call_result{});
-  finished_.assign(n, 0);
+  calls_.assign(n, call_state::pending);
   tickets_.assign(n, circuit_breaker::ticket{});
   stale_keys_.clear();
   stale_keys_.resize(n);
@@ -267,14 +326,15 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     deadlines_.push_back(call.timeout ? std::min(request.deadline, started_ + *call.timeout)
                                       : request.deadline);
   }
-  if (cancelled_ != cancel_reason::none) {
-    for (auto& c : cancels_) c.request_cancel(cancelled_);
+  const bool cancelled = cancelled_before_run_ != cancel_reason::none;
+  if (cancelled) {
+    for (auto& c : cancels_) c.request_cancel(cancelled_before_run_);
   }
 
   request_ = &request;
-  settling_ = false;
   decider_ = npos;
   decided_by_pass_ = false;
+  enter(state::starting);
   // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
   // the calls already started have been cancelled and have finished: they point at this fan-out.
   std::exception_ptr start_failure;
@@ -284,44 +344,48 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     } catch (...) {
       start_failure = std::current_exception();
       for (std::size_t j = i; j < n; ++j) {
-        if (finished_[j]) continue;
-        finished_[j] = 1;
+        if (calls_[j] != call_state::pending) continue;
+        calls_[j] = call_state::never_started;
         --pending_;
       }
     }
   }
-  if (start_failure) cancel(cancel_reason::settled);
+  if (start_failure) cancel_pending(cancel_reason::settled);
+  enter(cancelled || start_failure ? state::settled : state::running);
 
   // One timer enforces every call's deadline: this fan-out waits until the earliest deadline of a call
   // still running, cancels the calls whose deadline has passed, and waits again. The last call to finish
   // wakes it for good. Calls finish promptly once cancelled (their socket or timer is cancelled).
   while (pending_ > 0) {
-    auto next = clock::time_point::max();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!finished_[i] && !cancels_[i].cancelled()) next = std::min(next, deadlines_[i]);
+    if (state_ == state::running) {  // settled: every unfinished call is cancelled, none has a deadline due
+      auto next = clock::time_point::max();
+      for (std::size_t i = 0; i < n; ++i) {
+        if (calls_[i] == call_state::pending && !cancels_[i].cancelled())
+          next = std::min(next, deadlines_[i]);
+      }
+      // The calls still running only become fewer, so `next` only moves later: a wait already set is due
+      // no later than it, and is left alone. If it expires first, nothing is due yet and it is set again.
+      if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     }
-    // The calls still running only become fewer, so `next` only moves later: a wait already set is due
-    // no later than it, and is left alone. If it expires first, nothing is due yet and it is set again.
-    if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     wake_.wait(yield);
     if (pending_ == 0) break;
-    if (!settling_ && decider_ != npos) settling_ = settle_decided();
-    if (settling_) {
-      cancel(cancel_reason::settled);
+    if (state_ == state::settled)
+      continue;  // every unfinished call is cancelled: only the last report counts
+    if (decider_ != npos && settle_decided()) {
+      enter(state::settled);
       continue;
     }
-    const auto woke = clock::now();
-    ++cancelling_;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!finished_[i] && deadlines_[i] <= woke) cancels_[i].request_cancel(cancel_reason::deadline);
-    }
-    --cancelling_;
+    cancel_due();
   }
   // A wait still set is cancelled; its handler runs later as aborted. One that has expired already can no
-  // longer be cancelled (cancel() counts none): its handler is queued and will touch this fan-out, which
-  // therefore waits for it before it ends.
+  // longer be cancelled (timer_.cancel() counts none): its handler is queued and will touch this fan-out,
+  // which therefore waits for it before it ends.
   if (timer_waiting_ && timer_.cancel() != 0) timer_waiting_ = false;
-  while (timer_waiting_) wake_.wait(yield);
+  if (timer_waiting_) {
+    enter(state::joining);
+    while (timer_waiting_) wake_.wait(yield);
+  }
+  enter(state::done);
   if (start_failure) std::rethrow_exception(start_failure);
   return std::move(results_);
 }

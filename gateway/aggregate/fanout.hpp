@@ -13,16 +13,41 @@
 // circuit_open) and told the outcome when it finishes.
 // Each call runs on the caller's executor (the same I/O thread, so no locking): as a state machine
 // (downstream::start, HTTP) or in a stackful coroutine of its own (SQL). A call's deadline is min(its
-// timeout, the request deadline) and is enforced here, by one timer for the whole request: a downstream needs
-// no timers of its own, only to finish promptly when its cancel_source fires. At its deadline, or on
-// cancel(), every unfinished call is cancelled; run() returns only after every call has finished, so no call
-// outlives its request.
+// timeout, the request deadline) and is enforced here, by one timer for the whole request: at a call's
+// deadline its cancel_source fires, and the call only has to finish promptly then (a downstream's own
+// timers serve its own steps: a connect timeout, a hedge delay, a retry's backoff, a bounded wait for a
+// connection or a permit). At its deadline, or on cancel(), every unfinished call is cancelled; run()
+// returns only after every call has finished, so no call outlives its request.
 //
-// Wake-ups (direct_wake's rule): run() is resumed inside a call's completion only when that completion
-// touches nothing afterwards, and inside its timer's handler: run() does not end before that handler has
-// run, unless it cancelled the wait (the handler then touches nothing). From inside a loop that cancels
-// calls (cancel(), or run()'s own deadline loop), where a call may finish in its cancel hook, the wake-up
-// is deferred, so that a fan-out never ends while one of its own loops still runs.
+// States (state_; transitions: legal(), enter()):
+//   idle        constructed, run() not called yet: cancel() records its reason, and every call starts
+//               cancelled with it
+//   starting    run() starts the calls in the route's order; a call may report inside its start (no
+//               time left, a cached answer, an open breaker)
+//   running     run() waits (wake_) for the last call, a call's end once the answer is decided, or the
+//               earliest deadline of a call still running (timer_), and cancels what is due then
+//   cancelling  cancel() cancels every unfinished call while run() waits; a call may report inside its
+//               cancel hook
+//   settled     every unfinished call has been cancelled (the answer is decided, cancel(), or a call
+//               could not be started): run() waits for the last report
+//   joining     every call has reported; run() waits for the handler of a timer wait that had expired
+//               already (it can no longer be cancelled, and it touches this fan-out)
+//   done        run() has returned the results
+// Each call is pending until it reports (call_finished()), or never_started when starting it threw.
+//
+// Ownership: the caller owns the fan-out (on its coroutine's stack) and the fanout_request it passes to
+// run(), which outlives run(). Every call points at this fan-out (its sink, its cancel_source, the request's
+// data) until it has reported, and an expired wait's handler until it has run; run() waits for both, so the
+// caller may destroy the fan-out as soon as run() returns. A call's answer buffer is counted against the
+// memory budget until the fan-out is destroyed (held_bytes_).
+//
+// Wake-ups (direct_wake's rule): only run()'s coroutine waits, on wake_. A call's report resumes it inline
+// (resume_now()) as the last act of the call's completion, which touches nothing afterwards; so does the
+// timer's handler, and run() does not end before that handler has run, unless it cancelled the wait (the
+// handler then touches nothing). Inside cancel()'s loop (cancelling) a call may finish in its cancel hook:
+// the wake-up is deferred (notify()), so that the fan-out never ends while that loop still runs. Inside
+// run() itself (starting, and its own loops that cancel calls) nobody waits: a wake-up only makes run()'s
+// next wait return at once.
 
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_headers.hpp"
@@ -70,23 +95,34 @@ class fanout final : private call_sink {
   fanout& operator=(const fanout&) = delete;
   ~fanout();
 
-  // Rethrows (std::bad_alloc) when a call could not be started, after the started ones have finished.
-  // Once the answer is decided (see above), the calls it no longer needs are cancelled.
+  // Called once. Rethrows (std::bad_alloc) when a call could not be started, after the started ones have
+  // finished. Once the answer is decided (see above), the calls it no longer needs are cancelled.
   std::vector<call_result> run(const fanout_request& request, boost::asio::yield_context yield);
 
-  // Cancels every unfinished call (from the same executor, e.g. when the client disconnects).
+  // Cancels every unfinished call (from the same executor, e.g. when the client disconnects), while run()
+  // waits; before run(), every call starts cancelled. The calls end promptly after it (some inside it).
   void cancel(cancel_reason why);
 
  private:
+  enum class state : std::uint8_t { idle, starting, running, cancelling, settled, joining, done };
+  enum class call_state : std::uint8_t { pending, reported, never_started };
+
+  static constexpr bool legal(state from, state to);
+  void enter(state next);
   call_request make_request(std::size_t index, std::string& target, std::string& body);
   void start_call(std::size_t index);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
+  void cancel_pending(cancel_reason why);
   bool settle_decided();
+  void cancel_due();
   void wait_until(clock::time_point due);
 
   boost::asio::any_io_executor ex_;
-  direct_wake wake_;  // the last call finished, or a deadline came
+  state state_ = state::idle;
+  cancel_reason cancelled_before_run_ = cancel_reason::none;  // idle: what cancel() said, for run()
+  direct_wake
+      wake_;  // run() waits on it: the last call finished, a call ended while deciding, a deadline came
   // Set for the earliest deadline of a call still running; destroyed with this fan-out, which cancels a
   // wait still set (its handler then runs as aborted and touches nothing).
   boost::asio::steady_timer timer_;
@@ -95,19 +131,16 @@ class fanout final : private call_sink {
   // place, without an allocation.
   template <class T>
   using per_call = boost::container::small_vector<T, 8>;
+  per_call<call_state> calls_;
   per_call<cancel_source> cancels_;
-  clock::time_point started_;              // when run() started the calls
-  per_call<clock::time_point> deadlines_;  // min(call timeout, request deadline)
-  per_call<std::uint8_t> finished_;
+  clock::time_point started_;                  // when run() started the calls
+  per_call<clock::time_point> deadlines_;      // min(call timeout, request deadline)
   per_call<circuit_breaker::ticket> tickets_;  // what each call's breaker allowed (to record the outcome)
   per_call<std::string> stale_keys_;           // each call's share_key(), for a downstream keeping answers
   std::vector<call_result> results_;
-  std::size_t pending_ = 0;
-  const fanout_request* request_ = nullptr;  // while run() runs
-  cancel_reason cancelled_ = cancel_reason::none;
-  unsigned cancelling_ = 0;     // inside a loop that cancels calls: wake-ups of run() are deferred
+  std::size_t pending_ = 0;                  // calls still pending
+  const fanout_request* request_ = nullptr;  // from starting to done
   std::size_t held_bytes_ = 0;  // answers' buffers counted against the memory budget until destroyed
-  bool settling_ = false;       // the answer is decided: the calls still running are cancelled
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   // The first call in the route's order that decides the answer so far (see above); npos: none (yet).
   std::size_t decider_ = npos;

@@ -27,7 +27,7 @@ void http_call::start(const request_head& head, http_endpoints& lane, const call
 http_call::http_call(const request_head& head, http_endpoints& lane, const call_request& request,
                      call_sink& sink, std::size_t index, std::string lead)
     : lane_(lane),
-      sink_(&sink),
+      sink_(sink),
       index_(index),
       cancel_(*request.cancel),
       deadline_(request.deadline),
@@ -57,14 +57,41 @@ http_call::http_call(const request_head& head, http_endpoints& lane, const call_
   // hedge or retry. Attempts end asynchronously: nothing here reports.
   hook_.emplace(cancel_, [this] {
     cancel_attempts(cancel_.reason());
-    if (timer_use_ != timer_use::none) timer_->cancel();
+    if (timer_set()) timer_->cancel();
   });
+}
+
+// The legal changes of state; any other is a bug:
+//   attempting  -> hedge_due (the first attempt launched, hedging on) | backing_off (the last live attempt
+//                  failed, a retry follows) | reported
+//   hedge_due   -> attempting (the delay passed, hedged or not, or the wait was cancelled) | backing_off
+//                  (the first attempt failed, a retry follows) | reported (it answered or failed for good)
+//   backing_off -> attempting (the backoff passed or was cancelled: the retry starts, or the call reports)
+//   reported    -> none: the call frees itself (free_if_done())
+constexpr bool http_call::legal(state from, state to) {
+  switch (from) {
+    case state::attempting:
+      return to == state::hedge_due || to == state::backing_off || to == state::reported;
+    case state::hedge_due:
+      return to == state::attempting || to == state::backing_off || to == state::reported;
+    case state::backing_off:
+      return to == state::attempting;
+    case state::reported:
+      return false;
+  }
+  return false;
+}
+
+// The one place the state changes (asserting that the change is legal()).
+void http_call::enter(state next) {
+  assert(legal(state_, next));
+  state_ = next;
 }
 
 // A new attempt in a free slot (the first, or a retry after a backoff); its start is the caller's last
 // act, since the attempt may report before it returns.
 void http_call::start_attempt(bool retry) {
-  const bool reserved = std::exchange(retry_reserved_, false);  // a retry holds a place in the budget
+  const bool reserved = retry;  // a retry holds a place in the retry budget since its backoff began
   const auto now = retry ? clock::now() : started_;
   if (cancel_.cancelled()) {
     if (reserved) lane_.retry_ended();
@@ -85,7 +112,7 @@ void http_call::start_attempt(bool retry) {
   retry_slot_[slot] = reserved;
   if (!retry && idempotent_ && lane_.settings().hedge.enabled) {
     const auto due = now + lane_.hedge_delay();
-    if (due < deadline_) arm_timer(timer_use::hedge, due);
+    if (due < deadline_) arm_timer(state::hedge_due, due);
   }
   live_[slot]->begin();
 }
@@ -134,7 +161,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   // breaker judges the call: an attempt cut by the deadline is a timeout; one cancelled otherwise (another
   // attempt won, the client left) counts neither way.
   const auto& res = r.result;
-  const bool deadline = sink_ != nullptr && cancel_.reason() == cancel_reason::deadline;
+  const bool deadline = state_ != state::reported && cancel_.reason() == cancel_reason::deadline;
   const bool failed =
       res.contacted && (res.outcome == call_outcome::cancelled
                             ? deadline && counts_as_failure(lane_.settings().breaker.failures,
@@ -145,7 +172,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   lane_.attempt_ended(*endpoint, ticket_[slot], failed, res.ok(), r.ended);
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
-  if (sink_ == nullptr) return free_if_done();  // reported already: an attempt that lost, now ended
+  if (state_ == state::reported) return free_if_done();  // an attempt that lost, now ended
   if (trace_ != nullptr) trace_->end_attempt(attempt_span_[slot], r.ended, &r.result);
   if (r.result.ok()) {
     lane_.record_latency(r.result.latency);
@@ -158,10 +185,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
     auto ceiling = clock::duration(retry.backoff) * (1LL << std::min(attempts_ - 1, 10U));
     ceiling = std::min<clock::duration>(ceiling, retry.max_backoff);
     const auto due = r.ended + lane_.jitter(ceiling);
-    if (due < deadline_ && lane_.try_retry()) {
-      retry_reserved_ = true;
-      return arm_timer(timer_use::backoff, due);
-    }
+    if (due < deadline_ && lane_.try_retry()) return arm_timer(state::backing_off, due);
   }
   // The other attempt may still answer; its report decides. An answer the call passes to the client is
   // the downstream's word, as a good one is: it wins at once, and the other attempt is cancelled.
@@ -180,8 +204,8 @@ bool http_call::worth_retry(const http_attempt::report& r) const {
          std::find(retry.on_status.begin(), retry.on_status.end(), r.result.status) != retry.on_status.end();
 }
 
-void http_call::arm_timer(timer_use use, clock::time_point due) {
-  timer_use_ = use;
+void http_call::arm_timer(state next, clock::time_point due) {
+  enter(next);
   const auto arming = ++timer_armings_;
   ++timer_waits_;
   if (!timer_) timer_ = std::make_unique<boost::asio::steady_timer>(lane_.executor());
@@ -191,16 +215,17 @@ void http_call::arm_timer(timer_use use, clock::time_point due) {
 
 void http_call::timer_fired(const error_code& ec, unsigned arming) {
   --timer_waits_;
-  if (arming != timer_armings_ || sink_ == nullptr) return free_if_done();  // replaced, or reported
-  const auto use = std::exchange(timer_use_, timer_use::none);
-  if (use == timer_use::hedge) {
+  if (arming != timer_armings_ || state_ == state::reported) return free_if_done();  // replaced, or reported
+  if (state_ == state::hedge_due) {
+    enter(state::attempting);  // the delay is over: the first attempt goes on, with a hedge or without
     const bool one_live = (live_[0] != nullptr) != (live_[1] != nullptr);
     if (ec || cancel_.cancelled() || !one_live || !lane_.try_hedge(clock::now())) return;
     return start_hedge();  // last
   }
-  if (use == timer_use::backoff) {
+  if (state_ == state::backing_off) {
+    enter(state::attempting);         // the backoff is over
     if (ec || cancel_.cancelled()) {  // the fan-out cancelled the call during the backoff
-      if (std::exchange(retry_reserved_, false)) lane_.retry_ended();
+      lane_.retry_ended();            // the retry's place in the budget
       return report(failure_result(net::error::operation_aborted, "cancelled", true), clock::now());
     }
     return start_attempt(true);  // last
@@ -230,20 +255,19 @@ void http_call::report(call_result result, clock::time_point now) {
   if (auto* coalescer = lane_.coalescer(); coalescer != nullptr && !coalesce_key_.empty())
     coalescer->leader_done(coalesce_key_, result);
   cancel_attempts(cancel_reason::settled);
-  if (timer_use_ != timer_use::none) {
-    timer_use_ = timer_use::none;
-    timer_->cancel();
-  }
+  if (timer_set()) timer_->cancel();  // a hedge still due (a backoff ends in its handler, never here)
   lane_.call_ended();
-  auto* sink = std::exchange(sink_, nullptr);
+  enter(state::reported);
+  call_sink& sink = sink_;  // the fan-out: alive until it has this report
   const auto index = index_;
   free_if_done();
-  sink->call_finished(index, std::move(result));
+  sink.call_finished(index, std::move(result));
 }
 
 // The one place the call frees itself: it has reported, no attempt is live and no timer handler is due.
 void http_call::free_if_done() {
-  if (sink_ == nullptr && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0) delete this;
+  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0)
+    delete this;
 }
 
 }  // namespace gateway

@@ -11,15 +11,25 @@
 // reported at once and the other attempt is cancelled (its socket closed). Otherwise the failure of the
 // attempt that ended last is reported, once no attempt is left and no retry follows.
 //
-// States: running (attempts live or a retry due) -> reported (the fan-out has the result; attempts that
-// lost may still be ending, each cancelled) -> freed. Its timer serves the hedge delay and the retry
-// backoff, one at a time.
+// States (state_; transitions: legal(), enter()):
+//   attempting   no timer in use: one or two attempts live (or the call launching one, or reporting)
+//   hedge_due    the first attempt live; the timer set for the hedge delay
+//   backing_off  no attempt live; the timer set for a retry's backoff (the retry holds a place in the
+//                lane's retry budget from here)
+//   reported     the sink has the result; attempts that lost may still be ending (each cancelled), and
+//                timer handlers may still run; then the call frees itself
+// Its one timer serves the hedge delay and the retry backoff, one at a time; a handler that runs after
+// its wait was replaced (a backoff after a hedge delay) is told apart by its arming and does nothing.
 //
-// Ownership and wake-ups: start() allocates the call; only its attempts and its timer's handler refer to
-// it, and it frees itself in one place, free_if_done(): once it has reported, no attempt is live and no
-// timer handler is still to run. The report to the fan-out's sink is always the last act of the handler
-// that makes it (the fan-out may end the request in it); before it the call leaves the fan-out's
-// cancel_source, so that nothing of the fan-out is touched after the report.
+// Ownership: start() allocates the call; only its attempts, its timer's handlers and, until the report,
+// its hook in the fan-out's cancel_source refer to it. It frees itself in one place, free_if_done(): once
+// it has reported, no attempt is live and no timer handler is still to run.
+// Wake-ups: an attempt reports to the call as the last act of its handler (attempt_done()); the call
+// launches an attempt (which may report at once, inside begin()) and reports to the fan-out's sink only as
+// the last act of the handler that does it. The report may resume the fan-out inline, which may end the
+// request; before it the call leaves the fan-out's cancel_source and lets go of its trace, so that nothing
+// of the fan-out is touched after the report. The cancel hook only cancels (its attempts, its timer): what
+// they end reaches the call later, from the queue, never inside the fan-out's cancel loop.
 //
 // Traced (call_request::trace), each attempt has a span of its own (call_trace.hpp) and sends its
 // traceparent: the first attempt's slot writes it into the call's head, the other slot into a copy (a
@@ -56,19 +66,22 @@ class http_call {
   void attempt_done(std::size_t slot, http_attempt::report&& report);
 
  private:
-  enum class timer_use : std::uint8_t { none, hedge, backoff };
+  enum class state : std::uint8_t { attempting, hedge_due, backing_off, reported };  // see above
 
   http_call(const request_head& head, http_endpoints& lane, const call_request& request, call_sink& sink,
             std::size_t index, std::string lead);
   ~http_call() = default;
 
+  static constexpr bool legal(state from, state to);
+  void enter(state next);
   void start_attempt(bool retry);
   void start_hedge();
   enum class launched : std::uint8_t { yes, no_address, refused };
   launched launch(std::size_t slot, clock::time_point now, const http_endpoints::endpoint* avoid, bool hedge);
   std::string_view traced_head(std::size_t slot, clock::time_point now, const http_endpoints::endpoint& to,
                                bool hedge);
-  void arm_timer(timer_use use, clock::time_point due);
+  bool timer_set() const { return state_ == state::hedge_due || state_ == state::backing_off; }
+  void arm_timer(state next, clock::time_point due);
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
   void cancel_attempts(cancel_reason why);
@@ -76,7 +89,8 @@ class http_call {
   void free_if_done();
 
   http_endpoints& lane_;
-  call_sink* sink_;  // null once reported
+  state state_ = state::attempting;
+  call_sink& sink_;  // the fan-out's, until the report
   std::size_t index_;
   cancel_source& cancel_;  // the fan-out's, until the report
   std::optional<cancel_source::scoped_hook> hook_;
@@ -99,12 +113,11 @@ class http_call {
   http_endpoints::endpoint* last_failed_ = nullptr;      // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
-  bool retry_reserved_ = false;       // a place in the retry budget, held for the backoff's retry
   bool contacted_ = false;
 
-  // The hedge delay or a retry's backoff, one at a time; made at the first of them (most calls have none).
+  // The hedge delay or a retry's backoff, one at a time (hedge_due, backing_off); made at the first of them
+  // (most calls have none).
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  timer_use timer_use_ = timer_use::none;
   unsigned timer_armings_ = 0;  // numbers the armings, for a handler that runs after a re-arm
   unsigned timer_waits_ = 0;    // handlers still to run
 };

@@ -1,7 +1,8 @@
 // The fan-out on a real io_context with downstreams written for the test: a call that cannot be started
 // (out of memory) fails the request only after the calls already started have been cancelled and have
 // finished (they point at the fan-out), a failed required call settles the answer at once, a call's own
-// timeout and the request's deadline cut their calls, and the fan-out's timer never outlives it.
+// timeout and the request's deadline cut their calls, the fan-out's timer never outlives it, and cancel()
+// (the client gone) ends the fan-out only after its own loop, also when calls finish inside it.
 
 #include "gateway/aggregate/fanout.hpp"
 #include "gateway/config/config_loader.hpp"
@@ -11,8 +12,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -76,6 +79,36 @@ class timer_downstream final : public downstream {
   net::io_context& ioc_;
   std::chrono::milliseconds delay_;
   bool ok_;
+};
+
+// Never answers on its own: its call ends when it is cancelled, inside the cancel hook (or at once, when
+// it starts cancelled).
+class cancel_only_downstream final : public downstream {
+ public:
+  bool start(const call_request& request, call_sink& sink, std::size_t index) override {
+    ++started;
+    if (request.cancel->cancelled()) {
+      finish(sink, index);
+      return true;
+    }
+    hooks_.at(index).emplace(*request.cancel, [this, &sink, index] {
+      hooks_[index].reset();
+      finish(sink, index);
+    });
+    return true;
+  }
+  void close_idle(std::size_t) override {}
+  int started = 0;
+  int finished = 0;
+
+ private:
+  void finish(call_sink& sink, std::size_t index) {
+    ++finished;
+    call_result r;
+    r.outcome = call_outcome::cancelled;
+    sink.call_finished(index, std::move(r));
+  }
+  std::array<std::optional<cancel_source::scoped_hook>, 8> hooks_;
 };
 
 class throwing_downstream final : public downstream {
@@ -257,4 +290,93 @@ routes:
   // A status a call does not list is not passed.
   CHECK_FALSE(passes_to_client(cfg.routes[0].calls[2], results[1]));
   CHECK_FALSE(passes_to_client(cfg.routes[0].calls[0], results[2]));
+}
+
+// The client leaves while run() waits: every call ends inside cancel()'s loop, the last one too, and run()
+// ends only after that loop (its wake-up deferred), not inside it on a fan-out the loop still uses.
+TEST_CASE("fanout: calls that end inside cancel() end the fan-out only after cancel() has returned") {
+  harness h;
+  const auto cfg = three_calls(true);
+  cancel_only_downstream hanging;
+  std::vector<downstream*> targets{&hanging, &hanging, &hanging};
+  const auto fr = h.request(cfg, targets);
+  std::vector<call_result> results;
+  bool cancel_returned = false;
+  bool ended_after_cancel = false;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        // Runs once run() waits.
+        net::post(h.ioc, [&] {
+          f.cancel(cancel_reason::client_gone);
+          cancel_returned = true;
+        });
+        results = f.run(fr, yield);
+        ended_after_cancel = cancel_returned;
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  h.ioc.run_for(10s);
+  CHECK(h.ioc.stopped());
+  CHECK(ended_after_cancel);
+  CHECK(hanging.finished == 3);
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) CHECK(r.outcome == call_outcome::cancelled);
+}
+
+TEST_CASE("fanout: cancel() while run() waits cuts the calls, which end later, and run() waits for them") {
+  harness h;
+  const auto cfg = three_calls(false);
+  timer_downstream slow(h.ioc, 5s, true);
+  std::vector<downstream*> targets{&slow, &slow, &slow};
+  const auto fr = h.request(cfg, targets);
+  std::vector<call_result> results;
+  int finished_when_returned = -1;
+  net::steady_timer client_leaves(h.ioc, 20ms);
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        client_leaves.async_wait(
+            [&](const boost::system::error_code&) { f.cancel(cancel_reason::client_gone); });
+        results = f.run(fr, yield);
+        finished_when_returned = slow.finished;
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  h.ioc.run_for(10s);
+  CHECK(h.ioc.stopped());
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
+  CHECK(finished_when_returned == 3);
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) CHECK(r.outcome == call_outcome::cancelled);
+}
+
+TEST_CASE("fanout: a request cancelled before run() starts every call cancelled") {
+  harness h;
+  const auto cfg = three_calls(true);
+  cancel_only_downstream hanging;
+  std::vector<downstream*> targets{&hanging, &hanging, &hanging};
+  const auto fr = h.request(cfg, targets);
+  std::vector<call_result> results;
+  net::spawn(
+      h.ioc,
+      [&](net::yield_context yield) {
+        fanout f(yield.get_executor());
+        f.cancel(cancel_reason::shutdown);
+        results = f.run(fr, yield);
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  h.ioc.run_for(10s);
+  CHECK(h.ioc.stopped());
+  CHECK(hanging.started == 3);
+  CHECK(hanging.finished == 3);
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) CHECK(r.outcome == call_outcome::cancelled);
 }
