@@ -176,6 +176,7 @@ class exchange {
   relayed relay_chunked(proxy_link& link, answer_parser& parser, answer_cursor& at, client_answer& out,
                         proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
+  call_outcome breaker_verdict(const proxy_result& done) const;
   void gone(proxy_result& result);
   // The exchange's outcome in the downstream's call metrics, counted once (the first count stands), with
   // the time from the exchange's start. `count_failed`: from how a read, write or lease ended.
@@ -763,6 +764,25 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   return relayed::done;
 }
 
+// The exchange's verdict for the downstream's circuit breaker, by its failure rule, from the outcome
+// counted (a relayed answer by its status); the gateway's own refusals (a full pool, a client's error) and a
+// client that left count neither way.
+template <class Io>
+call_outcome exchange<Io>::breaker_verdict(const proxy_result& done) const {
+  const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
+  // A relayed 4xx is `ok` in the call metrics (the downstream answered); the rule judges its status.
+  const bool relayed_4xx = counted_outcome_ == call_outcome::ok && answered_status_ >= 400;
+  const auto& rule = to_.breaker.failures;
+  const bool failed = relayed_4xx
+                          ? counts_answer_status(rule, answered_status_)
+                          : counts_as_failure(rule, counted_outcome_, counted_error_, answered_status_);
+  const auto verdict = done.status == 499 || own                              ? call_outcome::cancelled
+                       : failed                                               ? call_outcome::error
+                       : counted_outcome_ == call_outcome::ok && !relayed_4xx ? call_outcome::ok
+                                                                              : call_outcome::cancelled;
+  return verdict;
+}
+
 template <class Io>
 proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_parser,
                                const client_origin& origin) {
@@ -818,22 +838,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   }
   done.answer.request_id = request_id_;
   done.body_unread = done.body_unread || !parser.is_done();
-  if (breaker != nullptr) {
-    // By the downstream's failure rule, from the outcome counted (a relayed answer by its status); the
-    // gateway's own refusals (a full pool, a client's error) and a client that left count neither way.
-    const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
-    // A relayed 4xx is `ok` in the call metrics (the downstream answered); the rule judges its status.
-    const bool relayed_4xx = counted_outcome_ == call_outcome::ok && answered_status_ >= 400;
-    const auto& rule = to_.breaker.failures;
-    const bool failed = relayed_4xx
-                            ? counts_answer_status(rule, answered_status_)
-                            : counts_as_failure(rule, counted_outcome_, counted_error_, answered_status_);
-    const auto verdict = done.status == 499 || own                              ? call_outcome::cancelled
-                         : failed                                               ? call_outcome::error
-                         : counted_outcome_ == call_outcome::ok && !relayed_4xx ? call_outcome::ok
-                                                                                : call_outcome::cancelled;
-    breaker->record(ticket, verdict, clock::now());
-  }
+  if (breaker != nullptr) breaker->record(ticket, breaker_verdict(done), clock::now());
   end_span(done);
   return done;
 }
