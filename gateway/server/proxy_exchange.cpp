@@ -145,7 +145,38 @@ class exchange {
   enum class relayed { done, failed, retry };
   relayed relay_answer(proxy_link& link, const http::request<http::buffer_body>& req, bool request_whole,
                        proxy_result& result);
+  // The steps of relay_answer. The answer's bytes are read into the buffer's first half, [begin, end)
+  // not parsed yet; a chunked body's pieces are parsed into its second half.
+  struct answer_cursor {
+    char* in = nullptr;
+    std::size_t in_room = 0;
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    bool any_answer = false;                    // some of the answer came
+    call_error read_error = call_error::other;  // the last failed read's kind
+  };
+  using answer_parser = http::response_parser<http::buffer_body>;
+  // The answer towards the client: its head, held until it goes out with the body's first piece.
+  struct client_answer {
+    std::string head;
+    body_framing framing;
+  };
+  proxy_link::status read_more(proxy_link& link, answer_cursor& at, clock_point until);
+  // relayed::done: the final answer's head is in `parser` (1xx ones passed on).
+  relayed read_answer_head(proxy_link& link, const http::request<http::buffer_body>& req, answer_cursor& at,
+                           std::optional<answer_parser>& parser, proxy_result& result);
+  bool pass_interim(const answer_parser& parser, const http::request<http::buffer_body>& req,
+                    proxy_result& result);
+  bool judge_answer(const answer_parser& parser, proxy_result& result);
+  std::string client_head(const http::response<http::buffer_body>& answer, bool bodiless,
+                          boost::optional<std::uint64_t> length, bool chunk_out, bool keep_alive);
+  bool emit(client_answer& out, std::string_view prefix, std::string_view piece, proxy_result& result);
+  relayed relay_identity(proxy_link& link, answer_cursor& at, boost::optional<std::uint64_t> length,
+                         client_answer& out, proxy_result& result);
+  relayed relay_chunked(proxy_link& link, answer_parser& parser, answer_cursor& at, client_answer& out,
+                        proxy_result& result);
   void fail(proxy_result& result, unsigned status, std::string_view why);
+  call_outcome breaker_verdict(const proxy_result& done) const;
   void gone(proxy_result& result);
   // The exchange's outcome in the downstream's call metrics, counted once (the first count stands), with
   // the time from the exchange's start. `count_failed`: from how a read, write or lease ended.
@@ -459,53 +490,43 @@ typename exchange<Io>::sent exchange<Io>::send_body(typename Io::body_parser& pa
   return sent::whole;
 }
 
-// Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
-// body piece by piece. False when the exchange failed (before the head went out: `result.answer`).
+// Reads more into the first half (keeping what is still unparsed at its front); the read's status.
 template <class Io>
-typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
-                                                          const http::request<http::buffer_body>& req,
-                                                          bool request_whole, proxy_result& result) {
-  char* in = buffer_.data();
-  const std::size_t in_room = buffer_.size() / 2;
-  char* out = buffer_.data() + in_room;
-  const std::size_t out_room = buffer_.size() - in_room;
-  std::size_t begin = 0;
-  std::size_t end = 0;
-  const bool head_request = req.method() == http::verb::head;
-  const auto head_due = due_;  // proxy.timeout from the request's start, the upload included
-  std::optional<http::response_parser<http::buffer_body>> parser;
-  bool any_answer = false;
-  call_error read_error = call_error::other;  // the last failed read's kind
+proxy_link::status exchange<Io>::read_more(proxy_link& link, answer_cursor& at, clock_point until) {
+  if (at.begin > 0) {
+    std::memmove(at.in, at.in + at.begin, at.end - at.begin);
+    at.end -= at.begin;
+    at.begin = 0;
+  }
+  if (at.end == at.in_room) {  // a line longer than the buffer
+    at.read_error = call_error::too_large;
+    return proxy_link::status::failed;
+  }
+  const auto r = link.read_some(at.in + at.end, at.in_room - at.end, until, yield_);
+  at.end += r.bytes;
+  if (r.bytes > 0) at.any_answer = true;
+  if (r.bytes == 0) at.read_error = r.how == proxy_link::status::eof ? call_error::reset : error_kind(r.ec);
+  return r.bytes > 0 ? proxy_link::status::ok : r.how;
+}
 
-  // Reads more into the first half (keeping what is still unparsed at its front); the result's status.
-  const auto read_more = [&](clock::time_point until) {
-    if (begin > 0) {
-      std::memmove(in, in + begin, end - begin);
-      end -= begin;
-      begin = 0;
-    }
-    if (end == in_room) {  // a line longer than the buffer
-      read_error = call_error::too_large;
-      return proxy_link::status::failed;
-    }
-    const auto r = link.read_some(in + end, in_room - end, until, yield_);
-    end += r.bytes;
-    if (r.bytes > 0) any_answer = true;
-    if (r.bytes == 0) read_error = r.how == proxy_link::status::eof ? call_error::reset : error_kind(r.ec);
-    return r.bytes > 0 ? proxy_link::status::ok : r.how;
-  };
-
-  // The head (after any 1xx heads).
+// The answer's head (after any 1xx heads), within proxy.timeout from the request's start, the upload
+// included.
+template <class Io>
+typename exchange<Io>::relayed exchange<Io>::read_answer_head(proxy_link& link,
+                                                              const http::request<http::buffer_body>& req,
+                                                              answer_cursor& at,
+                                                              std::optional<answer_parser>& parser,
+                                                              proxy_result& result) {
   for (;;) {
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(ctx_.config->limits.max_header_bytes));
     parser->body_limit(boost::none);
     parser->eager(false);
-    if (head_request) parser->skip(true);
+    if (req.method() == http::verb::head) parser->skip(true);
     for (;;) {
-      if (end > begin) {
+      if (at.end > at.begin) {
         error_code ec;
-        begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
+        at.begin += parser->put(boost::asio::buffer(at.in + at.begin, at.end - at.begin), ec);
         if (parser->is_header_done()) break;
         if (ec && ec != http::error::need_more) {
           fail(result, 502, "downstream answer is not valid HTTP");
@@ -514,66 +535,78 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
           return relayed::failed;
         }
       }
-      const auto how = read_more(head_due);
+      const auto how = read_more(link, at, due_);
       if (how == proxy_link::status::ok) continue;
-      const bool retry_worthy = !any_answer && link.reused();
+      const bool retry_worthy = !at.any_answer && link.reused();
       if (retry_worthy && how != proxy_link::status::timed_out && how != proxy_link::status::cancelled)
         return relayed::retry;  // the caller may try once more on a new connection
-      if (how == proxy_link::status::eof && end > begin) {
+      const bool garbled = how == proxy_link::status::eof && at.end > at.begin;
+      if (garbled) {
         fail(result, 502, "downstream answer is not valid HTTP");
       } else {
         fail(result, how == proxy_link::status::timed_out ? 504 : 502,
              how == proxy_link::status::timed_out ? "downstream answer timed out"
                                                   : "downstream closed the connection");
       }
-      count_failed(how, how == proxy_link::status::eof && end > begin ? call_error::other : read_error);
+      count_failed(how, garbled ? call_error::other : at.read_error);
       return relayed::failed;
     }
     const auto status = parser->get().result_int();
-    if (status >= 200 || status == 101) break;
-    // An interim answer: passed on to an HTTP/1.1 client (a 100 only when the client asked for one).
-    if (req.version() >= 11 && (status != 100 || req.find(http::field::expect) != req.end())) {
-      std::string interim =
-          "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason_phrase(status)) + "\r\n";
-      for (const auto& field : parser->get()) {
-        const auto name = view(field.name_string());
-        if (!hop_by_hop(parser->get(), name))
-          interim.append(name).append(": ").append(view(field.value())).append("\r\n");
-      }
-      interim += "\r\n";
-      if (!io_.send(interim, {}, settings_.idle_timeout, yield_)) {
-        gone(result);
-        return relayed::failed;
-      }
-    }
+    if (status >= 200 || status == 101) return relayed::done;
+    if (!pass_interim(*parser, req, result)) return relayed::failed;
   }
-  const auto& answer = parser->get();
-  const unsigned status = answer.result_int();
-  if (transfer_coding_status(answer) != 0) {  // a coding the gateway does not decode is never relabelled
+}
+
+// An interim answer: passed on to an HTTP/1.1 client (a 100 only when the client asked for one). False
+// when the client is gone.
+template <class Io>
+bool exchange<Io>::pass_interim(const answer_parser& parser, const http::request<http::buffer_body>& req,
+                                proxy_result& result) {
+  const auto status = parser.get().result_int();
+  if (req.version() < 11 || (status == 100 && req.find(http::field::expect) == req.end())) return true;
+  std::string interim =
+      "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason_phrase(status)) + "\r\n";
+  for (const auto& field : parser.get()) {
+    const auto name = view(field.name_string());
+    if (!hop_by_hop(parser.get(), name))
+      interim.append(name).append(": ").append(view(field.value())).append("\r\n");
+  }
+  interim += "\r\n";
+  if (io_.send(interim, {}, settings_.idle_timeout, yield_)) return true;
+  gone(result);
+  return false;
+}
+
+// The answer's head judged: one the gateway cannot relay fails (502); else counted, as the breaker judges
+// it (a 4xx is the client's answer, not a failure).
+template <class Io>
+bool exchange<Io>::judge_answer(const answer_parser& parser, proxy_result& result) {
+  const unsigned status = parser.get().result_int();
+  if (transfer_coding_status(parser.get()) !=
+      0) {  // a coding the gateway does not decode is never relabelled
     fail(result, 502, "downstream answer in a transfer coding other than chunked");
     count(call_outcome::error, call_error::other);
-    return relayed::failed;
+    return false;
   }
   if (status == 101) {  // no Upgrade is ever forwarded: a 101 is a broken answer
     fail(result, 502, "downstream switched protocols unasked");
     count(call_outcome::error, call_error::other);
-    return relayed::failed;
+    return false;
   }
-  // Judged at the head, as the breaker judges it: a 4xx is the client's answer, not a failure.
   if (status >= 500) {
     count(call_outcome::error, call_error::status_5xx);
   } else {
     count(call_outcome::ok);
   }
+  return true;
+}
 
-  // The answer's framing towards the client.
-  const bool bodiless = head_request || status == 204 || status == 304;
-  const auto length = parser->content_length();
-  const bool to_end = !bodiless && !length && !parser->chunked();  // ends with the connection
-  const bool chunk_out = !bodiless && !length && req.version() >= 11;
-  bool keep_alive = req.keep_alive() && request_whole && !ctx_.state->closing &&
-                    (bodiless || length || chunk_out) &&
-                    !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
+// The head the client gets: the downstream's status and end-to-end fields, with the gateway's framing.
+template <class Io>
+std::string exchange<Io>::client_head(const http::response<http::buffer_body>& answer, bool bodiless,
+                                      boost::optional<std::uint64_t> length, bool chunk_out,
+                                      bool keep_alive) {
+  const unsigned status = answer.result_int();
   std::string head = "HTTP/1.1 " + std::to_string(status) + " ";
   const auto reason = view(answer.reason());
   head += !reason.empty() && char_class::all_of(reason, char_class::field_text)
@@ -594,86 +627,133 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   if (chunk_out) head += "Transfer-Encoding: chunked\r\n";
   if (!keep_alive) head += "Connection: close\r\n";
   head += "\r\n";
+  return head;
+}
+
+// Writes a piece with what precedes it; the head goes out with the body's first piece (one write for a
+// small answer). False when the client is gone.
+template <class Io>
+bool exchange<Io>::emit(client_answer& out, std::string_view prefix, std::string_view piece,
+                        proxy_result& result) {
+  bool ok = false;
+  if (!head_sent_) {
+    out.head += prefix;
+    ok = io_.send(out.head, piece, settings_.idle_timeout, yield_);
+    head_sent_ = true;  // or partly: nothing else may go out now
+  } else {
+    ok = io_.send(prefix, piece, settings_.idle_timeout, yield_);
+  }
+  if (!ok) {
+    cancel_.request_cancel(cancel_reason::client_gone);
+    gone(result);
+    return false;
+  }
+  result.sent_bytes += piece.size();
+  return true;
+}
+
+// An identity body (a length, or up to the close): its bytes are relayed as read, through the whole
+// buffer, without parsing.
+template <class Io>
+typename exchange<Io>::relayed exchange<Io>::relay_identity(proxy_link& link, answer_cursor& at,
+                                                            boost::optional<std::uint64_t> length,
+                                                            client_answer& out, proxy_result& result) {
+  auto left = length.value_or(std::numeric_limits<std::uint64_t>::max());
+  for (;;) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(at.end - at.begin, left));
+    if (n > 0 && !emit(out, out.framing.before(n), std::string_view(at.in + at.begin, n), result))
+      return relayed::failed;
+    at.begin += n;
+    left -= n;
+    if (length && left == 0) return relayed::done;
+    at.begin = at.end = 0;
+    const auto r = link.read_some(buffer_.data(), buffer_.size(), idle_deadline(), yield_);
+    if (r.bytes > 0) {
+      at.in = buffer_.data();
+      at.end = r.bytes;
+      continue;
+    }
+    if (r.how == proxy_link::status::eof && !length) return relayed::done;  // an answer up to the close
+    fail(result, 502, "downstream answer cut short");  // after the head: the connection just ends
+    return relayed::failed;
+  }
+}
+
+// A chunked body: parsed out of the first half of the buffer into the second.
+template <class Io>
+typename exchange<Io>::relayed exchange<Io>::relay_chunked(proxy_link& link, answer_parser& parser,
+                                                           answer_cursor& at, client_answer& out,
+                                                           proxy_result& result) {
+  char* const room = buffer_.data() + at.in_room;
+  const std::size_t room_size = buffer_.size() - at.in_room;
+  parser.eager(true);
+  while (!parser.is_done()) {
+    auto& body = parser.get().body();
+    body.data = room;
+    body.size = room_size;
+    error_code ec;
+    if (at.end > at.begin) {
+      at.begin += parser.put(boost::asio::buffer(at.in + at.begin, at.end - at.begin), ec);
+      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+    }
+    if (ec) {
+      fail(result, 502, "downstream answer's chunks are malformed");
+      return relayed::failed;
+    }
+    const std::size_t produced = room_size - body.size;
+    if (produced > 0) {
+      if (!emit(out, out.framing.before(produced), std::string_view(room, produced), result))
+        return relayed::failed;
+      continue;
+    }
+    if (parser.is_done()) break;
+    if (read_more(link, at, idle_deadline()) != proxy_link::status::ok) {
+      fail(result, 502, "downstream answer cut short");
+      return relayed::failed;
+    }
+  }
+  return relayed::done;
+}
+
+// Reads the downstream's answer and passes it on: head first (1xx ones to an HTTP/1.1 client), then the
+// body piece by piece. relayed::failed when the exchange failed (before the head went out:
+// `result.answer`).
+template <class Io>
+typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
+                                                          const http::request<http::buffer_body>& req,
+                                                          bool request_whole, proxy_result& result) {
+  answer_cursor at;
+  at.in = buffer_.data();
+  at.in_room = buffer_.size() / 2;
+  std::optional<answer_parser> parser;
+  if (const auto head = read_answer_head(link, req, at, parser, result); head != relayed::done) return head;
+  if (!judge_answer(*parser, result)) return relayed::failed;
+  const unsigned status = parser->get().result_int();
+
+  // The answer's framing towards the client.
+  const bool bodiless = req.method() == http::verb::head || status == 204 || status == 304;
+  const auto length = parser->content_length();
+  const bool to_end = !bodiless && !length && !parser->chunked();  // ends with the connection
+  const bool chunk_out = !bodiless && !length && req.version() >= 11;
+  const bool keep_alive = req.keep_alive() && request_whole && !ctx_.state->closing &&
+                          (bodiless || length || chunk_out) &&
+                          !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
+  client_answer out{client_head(parser->get(), bodiless, length, chunk_out, keep_alive),
+                    body_framing(chunk_out)};
   result.status = status;
   answered_status_ = status;
 
-  // The head goes out with the body's first piece (one write for a small answer). `emit` writes a piece
-  // with what precedes it; false when the client is gone.
-  body_framing framing(chunk_out);
-  const auto emit = [&](std::string_view prefix, std::string_view piece) {
-    bool ok = false;
-    if (!head_sent_) {
-      head += prefix;
-      ok = io_.send(head, piece, settings_.idle_timeout, yield_);
-      head_sent_ = true;  // or partly: nothing else may go out now
-    } else {
-      ok = io_.send(prefix, piece, settings_.idle_timeout, yield_);
-    }
-    if (!ok) {
-      cancel_.request_cancel(cancel_reason::client_gone);
-      gone(result);
-      return false;
-    }
-    result.sent_bytes += piece.size();
-    return true;
-  };
-
-  if (bodiless) {
-    // nothing to read: any bytes behind the head are past the answer
-  } else if (!parser->chunked()) {
-    // An identity body (a length, or up to the close): its bytes are relayed as read, through the whole
-    // buffer, without parsing.
-    auto left = length.value_or(std::numeric_limits<std::uint64_t>::max());
-    for (;;) {
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - begin, left));
-      if (n > 0 && !emit(framing.before(n), std::string_view(in + begin, n))) return relayed::failed;
-      begin += n;
-      left -= n;
-      if (length && left == 0) break;
-      begin = end = 0;
-      const auto r = link.read_some(buffer_.data(), buffer_.size(), idle_deadline(), yield_);
-      if (r.bytes > 0) {
-        in = buffer_.data();
-        end = r.bytes;
-        continue;
-      }
-      if (r.how == proxy_link::status::eof && !length) break;  // the end of an answer up to the close
-      fail(result, 502, "downstream answer cut short");        // after the head: the connection just ends
-      return relayed::failed;
-    }
-  } else {
-    // A chunked body: parsed out of the first half of the buffer into the second.
-    parser->eager(true);
-    while (!parser->is_done()) {
-      auto& body = parser->get().body();
-      body.data = out;
-      body.size = out_room;
-      error_code ec;
-      if (end > begin) {
-        begin += parser->put(boost::asio::buffer(in + begin, end - begin), ec);
-        if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
-      }
-      if (ec) {
-        fail(result, 502, "downstream answer's chunks are malformed");
-        return relayed::failed;
-      }
-      const std::size_t produced = out_room - body.size;
-      if (produced > 0) {
-        if (!emit(framing.before(produced), std::string_view(out, produced))) return relayed::failed;
-        continue;
-      }
-      if (parser->is_done()) break;
-      if (read_more(idle_deadline()) != proxy_link::status::ok) {
-        fail(result, 502, "downstream answer cut short");
-        return relayed::failed;
-      }
-    }
+  // nothing to read for a bodiless answer: any bytes behind the head are past the answer
+  if (!bodiless) {
+    const auto body = parser->chunked() ? relay_chunked(link, *parser, at, out, result)
+                                        : relay_identity(link, at, length, out, result);
+    if (body != relayed::done) return body;
   }
   // Bytes past the answer (after a bodiless one too: a downstream that sent a body with it is out of step
   // with the connection): they are no answer to anyone, and the connection is not reused.
-  const bool extra = end > begin;
+  const bool extra = at.end > at.begin;
   if (!head_sent_ || chunk_out) {
-    if (!emit(framing.end(), {})) return relayed::failed;
+    if (!emit(out, out.framing.end(), {}, result)) return relayed::failed;
   }
   result.keep_alive = keep_alive && !to_end;
   // Nothing may follow the answer on a connection that goes back to the pool.
@@ -682,6 +762,25 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   // A relayed answer is the endpoint's failure when the failure rule counts its status (a 5xx by default).
   link.finish(reusable, counts_answer_status(to_.breaker.failures, status));
   return relayed::done;
+}
+
+// The exchange's verdict for the downstream's circuit breaker, by its failure rule, from the outcome
+// counted (a relayed answer by its status); the gateway's own refusals (a full pool, a client's error) and a
+// client that left count neither way.
+template <class Io>
+call_outcome exchange<Io>::breaker_verdict(const proxy_result& done) const {
+  const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
+  // A relayed 4xx is `ok` in the call metrics (the downstream answered); the rule judges its status.
+  const bool relayed_4xx = counted_outcome_ == call_outcome::ok && answered_status_ >= 400;
+  const auto& rule = to_.breaker.failures;
+  const bool failed = relayed_4xx
+                          ? counts_answer_status(rule, answered_status_)
+                          : counts_as_failure(rule, counted_outcome_, counted_error_, answered_status_);
+  const auto verdict = done.status == 499 || own                              ? call_outcome::cancelled
+                       : failed                                               ? call_outcome::error
+                       : counted_outcome_ == call_outcome::ok && !relayed_4xx ? call_outcome::ok
+                                                                              : call_outcome::cancelled;
+  return verdict;
 }
 
 template <class Io>
@@ -739,22 +838,7 @@ proxy_result exchange<Io>::run(http::request_parser<http::string_body>& head_par
   }
   done.answer.request_id = request_id_;
   done.body_unread = done.body_unread || !parser.is_done();
-  if (breaker != nullptr) {
-    // By the downstream's failure rule, from the outcome counted (a relayed answer by its status); the
-    // gateway's own refusals (a full pool, a client's error) and a client that left count neither way.
-    const bool own = done.answer.status != 0 && done.answer.status != 502 && done.answer.status != 504;
-    // A relayed 4xx is `ok` in the call metrics (the downstream answered); the rule judges its status.
-    const bool relayed_4xx = counted_outcome_ == call_outcome::ok && answered_status_ >= 400;
-    const auto& rule = to_.breaker.failures;
-    const bool failed = relayed_4xx
-                            ? counts_answer_status(rule, answered_status_)
-                            : counts_as_failure(rule, counted_outcome_, counted_error_, answered_status_);
-    const auto verdict = done.status == 499 || own                              ? call_outcome::cancelled
-                         : failed                                               ? call_outcome::error
-                         : counted_outcome_ == call_outcome::ok && !relayed_4xx ? call_outcome::ok
-                                                                                : call_outcome::cancelled;
-    breaker->record(ticket, verdict, clock::now());
-  }
+  if (breaker != nullptr) breaker->record(ticket, breaker_verdict(done), clock::now());
   end_span(done);
   return done;
 }

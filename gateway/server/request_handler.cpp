@@ -188,41 +188,34 @@ request_handler::request_handler(const gateway_config& config, std::vector<std::
       targets_(std::move(targets)),
       metrics_(metrics),
       series_(series),
-      has_proxy_routes_(std::any_of(config.routes.begin(), config.routes.end(),
-                                    [](const route_settings& r) { return r.proxy.has_value(); })),
       recent_(recent) {}
 
-bool request_handler::takes_body(std::string_view method, std::string_view target) const {
-  const auto found = router_.find(method, target);
-  return found.status == 200 && config_.routes[found.index].takes_body;
-}
-
-outbound_response request_handler::refuse_body(std::string_view method, std::string_view target,
-                                               std::string_view incoming_id, std::string_view why) const {
-  const auto found = router_.find(method, target);
-  if (found.status == 404) return error_response(404, "no route for this path", make_request_id(incoming_id));
-  if (found.status == 405) {
-    auto r = error_response(405, "method not allowed", make_request_id(incoming_id));
-    r.route = static_cast<int>(found.index);
-    r.allow = found.allow;
-    return r;
-  }
-  auto r = error_response(413, why, make_request_id(incoming_id));
-  r.route = static_cast<int>(found.index);
+request_route request_handler::classify(std::string_view method, std::string_view target) const {
+  request_route r{router_.find(method, target)};
+  if (r.found.status == 200)
+    r.kind = config_.routes[r.found.index].proxy ? request_kind::pass_through : request_kind::aggregate;
   return r;
 }
 
-int request_handler::route_index(std::string_view method, std::string_view target) const {
-  const auto found = router_.find(method, target);
-  return found.status == 200 ? static_cast<int>(found.index) : -1;
-}
-
-int request_handler::proxy_route(std::string_view method, std::string_view target) const {
-  const auto found = router_.find(method, target);
-  return found.status == 200 && config_.routes[found.index].proxy ? static_cast<int>(found.index) : -1;
-}
-
 namespace {
+
+// Status 0: no answer decided (yet).
+outbound_response no_answer() {
+  outbound_response r;
+  r.status = 0;
+  return r;
+}
+
+// 404, or 405 counted and logged under the route whose path matched; status 0 when a route was found.
+// `request_id` is taken only for a refusal.
+outbound_response unrouted(const route_lookup& found, std::string& request_id) {
+  if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
+  if (found.status != 405) return no_answer();
+  auto r = error_response(405, "method not allowed", std::move(request_id));
+  r.route = static_cast<int>(found.index);
+  r.allow = found.allow;
+  return r;
+}
 
 std::string client_field(const inbound_request& request, std::string_view name) {
   std::string value;
@@ -232,11 +225,21 @@ std::string client_field(const inbound_request& request, std::string_view name) 
 
 }  // namespace
 
-outbound_response request_handler::handle(const inbound_request& request, std::size_t worker,
-                                          request_control& control, boost::asio::yield_context yield) const {
+outbound_response request_handler::refuse_body(const request_route& route, std::string_view incoming_id,
+                                               std::string_view why) const {
+  auto request_id = make_request_id(incoming_id);
+  if (auto r = unrouted(route.found, request_id); r.status != 0) return r;
+  auto r = error_response(413, why, std::move(request_id));
+  r.route = route.index();
+  return r;
+}
+
+outbound_response request_handler::handle(const inbound_request& request, const request_route& route,
+                                          std::size_t worker, request_control& control,
+                                          boost::asio::yield_context yield) const {
   std::string request_id = make_request_id(request.request_id);
-  if (request.method == "OPTIONS") return options(request, std::move(request_id));
-  auto r = route_request(request, std::move(request_id), worker, control, yield);
+  if (request.method == "OPTIONS") return options(request, route.found, std::move(request_id));
+  auto r = route_request(request, route.found, std::move(request_id), worker, control, yield);
   if (r.route >= 0) {
     if (const auto& cors = config_.routes[static_cast<std::size_t>(r.route)].cors)
       r.fields += cors_answer_fields(*cors, client_field(request, "origin"));
@@ -244,71 +247,139 @@ outbound_response request_handler::handle(const inbound_request& request, std::s
   return r;
 }
 
-// A CORS preflight is answered for the route it asks about; any other OPTIONS with the path's methods.
-outbound_response request_handler::options(const inbound_request& request, std::string request_id) const {
+// A CORS preflight is answered for the route it asks about (a lookup of its own: the method asked about
+// is not the request's); any other OPTIONS with the path's methods (`found`, the request's own lookup).
+outbound_response request_handler::options(const inbound_request& request, const route_lookup& found,
+                                           std::string request_id) const {
   const auto origin = client_field(request, "origin");
   const auto method = client_field(request, "access-control-request-method");
   if (request.target == "*")  // the server as a whole (RFC 9110 9.3.7)
     return no_content("GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS", std::move(request_id));
   if (!origin.empty() && !method.empty()) {
-    const auto found = router_.find(method, request.target);
-    if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
-    const auto& cors = found.status == 200 ? config_.routes[found.index].cors : std::nullopt;
+    const auto asked = router_.find(method, request.target);
+    if (asked.status == 404) return error_response(404, "no route for this path", std::move(request_id));
+    const auto& cors = asked.status == 200 ? config_.routes[asked.index].cors : std::nullopt;
     if (!cors)
       return error_response(403, "CORS preflight refused: not allowed on this route", std::move(request_id));
-    const auto& route = config_.routes[found.index];
+    const auto& route = config_.routes[asked.index];
     const auto answer = cors_preflight(*cors, route.method, origin, method,
                                        client_field(request, "access-control-request-headers"));
     auto r = error_response(answer.status, answer.error, std::move(request_id));
-    r.route = static_cast<int>(found.index);
+    r.route = static_cast<int>(asked.index);
     if (answer.status == 204) r.body.clear();
     r.fields = answer.fields;
     return r;
   }
-  const auto found = router_.find("OPTIONS", request.target);
   if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
   return no_content((found.status == 405 ? found.allow + ", " : std::string()) + "OPTIONS",
                     std::move(request_id));
 }
 
-outbound_response request_handler::route_request(const inbound_request& request, std::string request_id,
-                                                 std::size_t worker, request_control& control,
+namespace {
+
+// The route's parameters (into `params`) and its body, checked: an error message for the client, or "".
+std::string admit_request(const route_settings& route, const inbound_request& request,
+                          const route_lookup& found, std::vector<std::string>& params) {
+  if (auto problem = extract_params(route, target_query(request.target), found.captures, params);
+      !problem.empty()) {
+    return problem;
+  }
+  if (route.takes_body) {  // passed on as JSON: it must be a JSON object (an empty body is none)
+    json_object_text checked;
+    if (!request.body.empty() && !parse_json_object(std::string(request.body), checked))
+      return "request body is not a JSON object";
+  }
+  return {};
+}
+
+// The caller's budget can only shorten ours. A value at or above the route's deadline changes nothing, and
+// is never converted (a huge one would overflow the clock's count).
+clock::time_point deadline_of(const route_settings& route, const inbound_request& request) {
+  auto deadline = request.received + route.deadline;
+  const auto route_ms = std::chrono::ceil<milliseconds>(route.deadline).count();
+  for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
+    if (auto ms = header_millis(header); ms && *ms < route_ms)
+      deadline = std::min(deadline, request.received + milliseconds(*ms));
+  }
+  return deadline;
+}
+
+// The spans of a traced request's calls. Traced and sampled at the head: a span per call, and under it one
+// per attempt, whose id its downstream receives. Traced but not sampled (yet): the calls send the server
+// span's id, flagged not sampled, and nothing more is recorded unless a call fails (the tail rule keeps the
+// request): then a span per call is made from its result, without spans of its attempts. So the requests a
+// low sample_ratio leaves out cost a traceparent, not a dozen spans with their attributes.
+struct calls_trace {
+  std::vector<call_trace> traces;
+  traceparent_text unsampled;
+  clock::time_point start{};
+  std::uint64_t start_ns = 0;
+
+  // Before the fan-out: spans of a sampled request, else the unsampled traceparent the calls send.
+  void begin(trace_record& trace, const route_settings& route, fanout_request& fr) {
+    start = clock::now();
+    start_ns = unix_nanos_now();
+    if (trace.sampled) {
+      open(trace, route);
+      fr.call_traces = traces.data();
+    } else {
+      unsampled = trace.outgoing(trace.server);
+      fr.traceparent = unsampled.view();
+    }
+  }
+  // After it: an unsampled request with a failed call is kept (its spans made now); every span ended.
+  void end(trace_record& trace, const gateway_config& config, const route_settings& route,
+           const std::vector<downstream*>& targets, const std::vector<call_result>& results) {
+    if (!trace.sampled &&
+        std::any_of(results.begin(), results.end(), [](const call_result& r) { return !r.ok(); }))
+      open(trace, route);
+    if (!traces.empty()) trace_calls(traces, config, route, targets, results);
+  }
+
+ private:
+  void open(trace_record& trace, const route_settings& route) {
+    traces.reserve(route.calls.size());
+    for (const auto& call : route.calls) traces.emplace_back(trace, call, start, start_ns);
+  }
+};
+
+// A passed answer is no failure of the gateway's: the access log shows it (the status, its call's).
+bool passed(const route_settings& route, const std::vector<call_result>& results, std::size_t i) {
+  return route.passes_status && passes_to_client(route.calls[i], results[i]);
+}
+
+// The answer decided by the first call in the route's order that decides it: one that passed its answer
+// (pass_status), or a required call that failed (the fan-out waited for the calls listed before it that
+// could decide first, and cancelled the others). Status 0 when the answer is the merge.
+outbound_response decided_answer(const route_settings& route, std::vector<call_result>& results,
+                                 error_detail detail, std::string& request_id) {
+  for (std::size_t i = 0; i < route.calls.size(); ++i) {
+    if (passed(route, results, i))
+      return passed_response(route.calls[i], results[i], detail, std::move(request_id));
+    if (!route.calls[i].required || results[i].has_body()) continue;
+    // An error answer has no entries: no fallback was served, nothing was degraded.
+    const auto status = required_call_status(results[i].outcome);
+    const auto full = "required call '" + route.calls[i].name + "' failed: " + failure_detail(results[i]);
+    return error_response(status, failure_message(detail, status, full), std::move(request_id));
+  }
+  return no_answer();
+}
+
+}  // namespace
+
+outbound_response request_handler::route_request(const inbound_request& request, const route_lookup& found,
+                                                 std::string request_id, std::size_t worker,
+                                                 request_control& control,
                                                  boost::asio::yield_context yield) const {
   try {
-    const auto found = router_.find(request.method, request.target);
-    if (found.status == 404) return error_response(404, "no route for this path", std::move(request_id));
-    if (found.status == 405) {  // logged and counted under the route whose path matched
-      auto r = error_response(405, "method not allowed", std::move(request_id));
-      r.route = static_cast<int>(found.index);
-      r.allow = found.allow;
-      return r;
-    }
+    if (auto r = unrouted(found, request_id); r.status != 0) return r;
     const auto& route = config_.routes[found.index];
     const int route_index = static_cast<int>(found.index);
     std::vector<std::string> params;
-    if (auto problem = extract_params(route, target_query(request.target), found.captures, params);
-        !problem.empty()) {
+    if (auto problem = admit_request(route, request, found, params); !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));
       r.route = route_index;
       return r;
-    }
-
-    if (route.takes_body) {  // passed on as JSON: it must be a JSON object (an empty body is none)
-      json_object_text checked;
-      if (!request.body.empty() && !parse_json_object(std::string(request.body), checked)) {
-        auto r = error_response(400, "request body is not a JSON object", std::move(request_id));
-        r.route = route_index;
-        return r;
-      }
-    }
-
-    // The caller's budget can only shorten ours. A value at or above the route's deadline changes
-    // nothing, and is never converted (a huge one would overflow the clock's count).
-    auto deadline = request.received + route.deadline;
-    const auto route_ms = std::chrono::ceil<milliseconds>(route.deadline).count();
-    for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
-      if (auto ms = header_millis(header); ms && *ms < route_ms)
-        deadline = std::min(deadline, request.received + milliseconds(*ms));
     }
 
     fanout_request fr;
@@ -316,7 +387,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.client_body = request.body;
     fr.targets = &targets_[found.index];
     fr.params = &params;
-    fr.deadline = deadline;
+    fr.deadline = deadline_of(route, request);
     fr.request_id = request_id;
     // A valid W3C traceparent of version 00's length is passed on as it came (when the request is not
     // traced).
@@ -329,100 +400,16 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.stack_size = config_.server.stack_bytes();
     fr.metrics = &metrics_.worker(worker);
     fr.series = &series_;
-
-    // Traced and sampled at the head: a span per call, and under it one per attempt, whose id its
-    // downstream receives. Traced but not sampled (yet): the calls send the server span's id, flagged not
-    // sampled, and nothing more is recorded unless a call fails (the tail rule keeps the request): then a
-    // span per call is made from its result, without spans of its attempts. So the requests a low
-    // sample_ratio leaves out cost a traceparent, not a dozen spans with their attributes.
-    std::vector<call_trace> traces;
-    traceparent_text unsampled;
-    clock::time_point fanout_start{};
-    std::uint64_t fanout_start_ns = 0;
-    if (request.trace != nullptr) {
-      fanout_start = clock::now();
-      fanout_start_ns = unix_nanos_now();
-      if (request.trace->sampled) {
-        traces.reserve(route.calls.size());
-        for (const auto& call : route.calls)
-          traces.emplace_back(*request.trace, call, fanout_start, fanout_start_ns);
-        fr.call_traces = traces.data();
-      } else {
-        unsampled = request.trace->outgoing(request.trace->server);
-        fr.traceparent = unsampled.view();
-      }
-    }
+    calls_trace traced;
+    if (request.trace != nullptr) traced.begin(*request.trace, route, fr);
 
     fanout calls(yield.get_executor());
     control.attach(&calls);
     if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
     auto results = calls.run(fr, yield);
     control.detach();
-    if (request.trace != nullptr && !request.trace->sampled &&
-        std::any_of(results.begin(), results.end(), [](const call_result& r) { return !r.ok(); })) {
-      traces.reserve(route.calls.size());
-      for (const auto& call : route.calls)
-        traces.emplace_back(*request.trace, call, fanout_start, fanout_start_ns);
-    }
-    if (!traces.empty()) trace_calls(traces, config_, route, targets_[found.index], results);
-    // A passed answer is no failure of the gateway's: the access log shows it (the status, its call's).
-    const auto passed = [&](std::size_t i) {
-      return route.passes_status && passes_to_client(route.calls[i], results[i]);
-    };
-    for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(i))
-        log_failed_call(route, i, *targets_[found.index][i], results[i], request_id);
-    }
-
-    std::vector<call_brief> briefs;
-    if (request.brief_calls) {
-      briefs.reserve(results.size());
-      for (const auto& result : results) briefs.push_back(brief_of(result));
-    }
-
-    // The first call in the route's order that decides the answer: one that passed its answer (pass_status),
-    // or a required call that failed (the fan-out waited for the calls listed before it that could decide
-    // first, and cancelled the others).
-    for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (passed(i)) {
-        auto r = passed_response(route.calls[i], results[i], config_.server.errors, std::move(request_id));
-        r.route = route_index;
-        r.calls = std::move(briefs);
-        return r;
-      }
-      if (!route.calls[i].required || results[i].has_body()) continue;
-      // An error answer has no entries: no fallback was served, nothing was degraded.
-      const auto status = required_call_status(results[i].outcome);
-      const auto full = "required call '" + route.calls[i].name + "' failed: " + failure_detail(results[i]);
-      auto r =
-          error_response(status, failure_message(config_.server.errors, status, full), std::move(request_id));
-      r.route = route_index;
-      r.calls = std::move(briefs);
-      return r;
-    }
-    if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
-      bool degraded = false;
-      for (std::size_t i = 0; i < route.calls.size(); ++i) {
-        if (results[i].ok()) continue;
-        degraded = true;
-        series_.fallback(worker, found.index, i);
-      }
-      if (degraded) {
-        series_.degraded_response(worker, found.index);
-        if (recent_ != nullptr) recent_->record(request_id, route, results);
-      }
-    }
-    auto merged = merge_results(route, results);
-    outbound_response r;
-    if (route.passes_response_headers) r.fields = answer_fields(route, results);
-    r.route = route_index;
-    r.status = 200;
-    r.body = std::move(merged.body);
-    r.degraded = std::move(merged.degraded);
-    r.request_id = std::move(request_id);
-    r.calls = std::move(briefs);
-    compress_answer(config_.server.compression, request.accept_encoding, r);
-    return r;
+    if (request.trace != nullptr) traced.end(*request.trace, config_, route, targets_[found.index], results);
+    return answer_of(request, found.index, results, std::move(request_id), worker, control);
   } catch (const std::bad_alloc&) {
     // Out of memory or of stack mappings while starting calls (the fan-out has joined those it
     // started): this request is shed, the process lives.
@@ -434,6 +421,49 @@ outbound_response request_handler::route_request(const inbound_request& request,
     spdlog::error("request {} failed: {}", request_id, e.what());
     return error_response(500, "internal error", std::move(request_id));
   }
+}
+
+outbound_response request_handler::answer_of(const inbound_request& request, std::size_t index,
+                                             std::vector<call_result>& results, std::string request_id,
+                                             std::size_t worker, const request_control& control) const {
+  const auto& route = config_.routes[index];
+  for (std::size_t i = 0; i < route.calls.size(); ++i) {
+    if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(route, results, i))
+      log_failed_call(route, i, *targets_[index][i], results[i], request_id);
+  }
+  std::vector<call_brief> briefs;
+  if (request.brief_calls) {
+    briefs.reserve(results.size());
+    for (const auto& result : results) briefs.push_back(brief_of(result));
+  }
+  if (auto r = decided_answer(route, results, config_.server.errors, request_id); r.status != 0) {
+    r.route = static_cast<int>(index);
+    r.calls = std::move(briefs);
+    return r;
+  }
+  if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
+    bool degraded = false;
+    for (std::size_t i = 0; i < route.calls.size(); ++i) {
+      if (results[i].ok()) continue;
+      degraded = true;
+      series_.fallback(worker, index, i);
+    }
+    if (degraded) {
+      series_.degraded_response(worker, index);
+      if (recent_ != nullptr) recent_->record(request_id, route, results);
+    }
+  }
+  auto merged = merge_results(route, results);
+  outbound_response r;
+  if (route.passes_response_headers) r.fields = answer_fields(route, results);
+  r.route = static_cast<int>(index);
+  r.status = 200;
+  r.body = std::move(merged.body);
+  r.degraded = std::move(merged.degraded);
+  r.request_id = std::move(request_id);
+  r.calls = std::move(briefs);
+  compress_answer(config_.server.compression, request.accept_encoding, r);
+  return r;
 }
 
 }  // namespace gateway

@@ -76,6 +76,22 @@ class request_control {
   cancel_reason reason_ = cancel_reason::none;
 };
 
+// What a request is, decided once from its method and target (the router's one lookup per request) and
+// passed to every later step: read or refuse its body, shed it, handle it, log it.
+enum class request_kind : unsigned char {
+  aggregate,     // a route with calls: fanned out and merged
+  pass_through,  // a proxy route: proxy_exchange takes the request over after its head
+  refusal,       // no route: 404, or 405 when the path exists for other methods
+};
+
+struct request_route {
+  route_lookup found;  // status 200: found.index is the route; 404 or 405 (found.allow) otherwise
+  request_kind kind = request_kind::refusal;
+  // Into gateway_config::routes, -1 when none matched (a 405 is counted under its path's route: see
+  // refuse_body and handle).
+  int index() const { return found.status == 200 ? static_cast<int>(found.index) : -1; }
+};
+
 class request_handler {
  public:
   // `targets[r][c]` is the downstream of call c of route r; `series` the configuration's metric rows;
@@ -83,34 +99,40 @@ class request_handler {
   request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
                   metrics_registry& metrics, const metric_set& series, recent_degraded* recent = nullptr);
 
-  // OPTIONS is answered here (a CORS preflight, or the methods of the path), never routed.
-  outbound_response handle(const inbound_request& request, std::size_t worker, request_control& control,
-                           boost::asio::yield_context yield) const;
-  // Whether the route of a request takes its body (a call passes it on): read it, else refuse it.
-  bool takes_body(std::string_view method, std::string_view target) const;
+  // The route of a request, found once; `target` must be canonical (request_framing's admit_head).
+  request_route classify(std::string_view method, std::string_view target) const;
+  // Answers an aggregate request or a refusal of `route` (classify's, for this request's method and
+  // target). OPTIONS is answered here (a CORS preflight, or the methods of the path), never fanned out.
+  outbound_response handle(const inbound_request& request, const request_route& route, std::size_t worker,
+                           request_control& control, boost::asio::yield_context yield) const;
+  // Whether the route takes its body (a call passes it on): read it, else refuse it.
+  bool takes_body(const request_route& route) const {
+    return route.kind == request_kind::aggregate && config_.routes[route.found.index].takes_body;
+  }
   // The answer to a request whose body is not read: 404 or 405 as for any request to that path and
   // method, else 413 with `why`; `incoming_id` is the request's X-Request-Id (make_request_id).
-  outbound_response refuse_body(std::string_view method, std::string_view target,
-                                std::string_view incoming_id,
+  outbound_response refuse_body(const request_route& route, std::string_view incoming_id,
                                 std::string_view why = "this route takes no request body") const;
-  // The index of the route a request would take, -1 when none (for metrics and logs of shed requests).
-  int route_index(std::string_view method, std::string_view target) const;
-  // The pass-through route a request takes (its index), -1 when it takes none; its downstream.
-  bool has_proxy_routes() const { return has_proxy_routes_; }
-  int proxy_route(std::string_view method, std::string_view target) const;
+  // A pass-through route's downstream.
   downstream& proxy_target(int route) const { return *targets_[static_cast<std::size_t>(route)].front(); }
 
  private:
-  outbound_response route_request(const inbound_request& request, std::string request_id, std::size_t worker,
-                                  request_control& control, boost::asio::yield_context yield) const;
-  outbound_response options(const inbound_request& request, std::string request_id) const;
+  outbound_response route_request(const inbound_request& request, const route_lookup& found,
+                                  std::string request_id, std::size_t worker, request_control& control,
+                                  boost::asio::yield_context yield) const;
+  // The answer from the calls' results: a call's passed answer, a required call's failure, else the merge
+  // (degraded calls counted and logged).
+  outbound_response answer_of(const inbound_request& request, std::size_t index,
+                              std::vector<call_result>& results, std::string request_id, std::size_t worker,
+                              const request_control& control) const;
+  outbound_response options(const inbound_request& request, const route_lookup& found,
+                            std::string request_id) const;
 
   const gateway_config& config_;
   router router_;
   std::vector<std::vector<downstream*>> targets_;
   metrics_registry& metrics_;
   const metric_set& series_;
-  bool has_proxy_routes_ = false;
   recent_degraded* recent_ = nullptr;
 };
 

@@ -1,3 +1,31 @@
+// One client connection, one request after another. The path of a request, each step a function of
+// `connection` below, in this order:
+//
+//   read_head -> refused_at_edge -> classify -> [pass_through] | [read_body] -> handle -> respond -> finish
+//
+// - read_head: the head under the idle and header timeouts (client_io / tls_client_io).
+// - refused_at_edge: request_framing's admit_head (smuggling-prone fields, the target made canonical).
+// - classify: the ONE route lookup of the request (request_handler::classify -> router::find); its
+//   answer (`request_step::route`: route index, captures, 404/405 with Allow, kind) is passed to every
+//   later step: the pass-through branch, the body's read or refusal, shedding, handle() and the log.
+// - pass_through: a proxy route leaves here after its head; proxy_exchange streams it both ways.
+// - read_body: the body of a route that takes one (Expect: 100-continue answered first); otherwise the
+//   request is answered from its head (framing 400/501, 404, 405, 413) and the connection ends lingering.
+// - handle: shedding, then request_handler::handle (fan-out and merge) with the client watched.
+// - respond / finish: the answer written (keep-alive decided here), then span, metrics and access line.
+//
+// Ownership: `connection` lives on the connection coroutine's stack and owns the parser of the current
+// request (`current_`, whose strings the request's views point into until the next request), its trace
+// record, the request_control and the registry membership (both outlive every step). The transport
+// (`io_`) and the socket are run_session's, and outlive the connection object.
+//
+// Wake-ups (docs/ARCHITECTURE.md, "Wake-ups and cancellation"): this coroutine is resumed only by the
+// completions of its own waits (reads, writes, the fan-out's direct_wake, the proxy link). Two things may
+// act on it from outside, and both only cancel: the peer watch (io_.watch_peer) and the session registry
+// (drain, shutdown) call `control_.cancel()`, which asks the fan-out or the exchange's cancel_source to
+// stop; neither resumes this coroutine inline, which goes on later from the queue. No step resumes
+// another coroutine.
+
 #include "gateway/server/session.hpp"
 
 #include "gateway/observe/tracing.hpp"
@@ -160,331 +188,429 @@ bool handshake(tls_client_io& io, const session_context& ctx, net::yield_context
   return false;
 }
 
+// What the access log takes from a request's head. A pass-through exchange moves the head into a parser
+// of its own: its fields are copied first (`kept_head`), else they are read from the current parser.
+struct logged_head {
+  std::string target;
+  std::string user_agent;
+  std::string traceparent;
+  std::string forwarded_for;
+};
+
+// One request's facts shared by its steps: when it started, when it was received whole (the deadline
+// counts from there: after a body, from its end), its method, and its route, found once.
+struct request_step {
+  clock::time_point started;
+  clock::time_point received;
+  std::string_view method;
+  request_route route;
+};
+
 // The connection's loop over its transport: client_io (plain TCP) or tls_client_io, which have the same
-// operations; a TLS connection also has its handshake first and its close_notify last.
+// operations; a TLS connection also has its handshake first and its close_notify last. Lives on the
+// connection coroutine's stack; each step below is one stage of a request, in the order they run.
 template <class transport>
-void serve(net::ip::tcp::socket& socket, transport& io, const session_context& ctx,
-           net::yield_context yield) {
-  constexpr bool tls = std::is_same_v<transport, tls_client_io>;
-  const auto& limits = ctx.config->limits;
-  error_code ec;
-  socket.set_option(net::ip::tcp::no_delay(true), ec);
-  const bool needs_peer = ctx.log || ctx.config->server.forwarded != forwarded_style::none;
-  const auto peer = needs_peer ? peer_of(socket, ctx.config->server) : peer_info{};
-  const std::string client = !ctx.log               ? std::string()
-                             : peer.address.empty() ? "-"
-                                                    : peer.address + ":" + std::to_string(peer.port);
-  request_control control;
-  session_registry::membership listed(*ctx.registry, {&socket, &control});
-  if constexpr (tls) {
-    listed.set_idle(true);  // no request yet: a drain closes it like a connection waiting for one
-    if (!handshake(io, ctx, yield)) {
-      socket.close(ec);
-      return;
+class connection {
+ public:
+  connection(net::ip::tcp::socket& socket, transport& io, const session_context& ctx,
+             net::yield_context yield)
+      : socket_(socket),
+        io_(io),
+        ctx_(ctx),
+        limits_(ctx.config->limits),
+        yield_(yield),
+        peer_(needs_peer(ctx) ? peer_of(socket, ctx.config->server) : peer_info{}),
+        client_(!ctx.log                ? std::string()
+                : peer_.address.empty() ? "-"
+                                        : peer_.address + ":" + std::to_string(peer_.port)),
+        listed_(*ctx.registry, {&socket, &control_}),
+        arriving_([this] { listed_.set_idle(false); }) {}
+
+  // Serves requests until the connection ends, then closes it.
+  void run() {
+    error_code ec;
+    socket_.set_option(net::ip::tcp::no_delay(true), ec);
+    if constexpr (tls) {
+      listed_.set_idle(true);  // no request yet: a drain closes it like a connection waiting for one
+      if (!handshake(io_, ctx_, yield_)) {
+        socket_.close(ec);
+        return;
+      }
     }
+    while (serve_one()) {
+    }
+    close();
   }
 
-  // `bytes`: of the answer's body, when not r.body (a pass-through answer's).
-  // The configuration the current request runs on (see config_generation.hpp); kept while the connection
-  // idles, taken anew when another request finds a newer one.
-  std::shared_ptr<const config_generation> generation;
-  std::optional<trace_record> trace;  // the current request's spans, when tracing is on
-  std::optional<http::request_parser<http::string_body>> current;  // the request being read or handled
-  std::string trace_hex;  // the access log's trace id of a traced request
-  std::string forwarded_for;
-  // What the access log takes from a request's head. A pass-through exchange moves the head into a
-  // parser of its own: its fields are copied here first (`kept_head`), else they are read from `current`.
-  struct logged_head {
-    std::string target;
-    std::string user_agent;
-    std::string traceparent;
-    std::string forwarded_for;
-  };
-  std::optional<logged_head> kept_head;
-  const auto keep_head = [&](const http::request<http::string_body>& req) {
-    if (!ctx.log) return;
-    kept_head.emplace();
-    kept_head->target.assign(req.target().data(), req.target().size());
-    kept_head->user_agent = header(req, "User-Agent");
-    kept_head->traceparent = header(req, "traceparent");
-    if (peer.trusted)
-      kept_head->forwarded_for = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for);
-  };
-  auto finish = [&](const outbound_response& r, std::string_view method, clock::time_point started,
-                    std::size_t bytes = std::string::npos) {
-    const auto elapsed = clock::now() - started;
-    trace_hex.clear();
-    if (trace) {
-      if (ctx.log) trace_hex = to_hex(trace->trace);
-      end_trace(*trace, r, method, *generation, *ctx.tracing);
-    }
-    trace.reset();
-    generation->metrics.request_done(ctx.worker, r.route, method, r.status, elapsed);
-    if (!ctx.log) return;
-    access_entry e;
-    e.time = std::chrono::system_clock::now();
-    e.request_id = r.request_id;
-    e.method = method;
-    const route_settings* route =
-        r.route >= 0 ? &generation->config->routes[static_cast<std::size_t>(r.route)] : nullptr;
-    e.route = route != nullptr ? std::string_view(route->path) : std::string_view("unmatched");
-    e.status = r.status;
-    e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-    e.degraded = r.degraded;
-    e.bytes = bytes != std::string::npos ? bytes : r.body.size();
-    e.client = client;
-    e.trace_id = trace_hex;
-    const bool from_current = !kept_head && current && current->is_header_done();
-    if (kept_head || from_current) {  // what the request's head says
-      std::string_view incoming_trace;
-      std::string_view forwarded;
-      if (kept_head) {
-        e.target = kept_head->target;
-        e.user_agent = kept_head->user_agent;
-        incoming_trace = kept_head->traceparent;
-        forwarded = kept_head->forwarded_for;
-      } else {
-        const auto& req = current->get();
-        e.target = std::string_view(req.target().data(), req.target().size());
-        e.user_agent = header(req, "User-Agent");
-        incoming_trace = header(req, "traceparent");
-        if (peer.trusted) forwarded = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for);
-      }
-      if (e.trace_id.empty() && incoming_trace.size() == 55 && parse_traceparent(incoming_trace))
-        e.trace_id = incoming_trace.substr(3, 32);
-      if (peer.trusted) {
-        const auto by_proxy = forwarded_client(forwarded, ctx.config->server.trusted_proxies);
-        if (!by_proxy.empty()) {
-          e.client = by_proxy;
-          e.proxy = client;
-        }
-      }
-    }
-    if (route != nullptr && r.calls.size() == route->calls.size()) {
-      e.calls = r.calls;
-      e.calls_of = route;
-    }
-    ctx.log->write(ctx.worker, e);
-  };
-  // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
-  auto send = [&](const outbound_response& r, bool keep_alive, bool head_only = false) {
-    return io.send(head_of(r, keep_alive, ctx.config->server.compression.enabled),
-                   head_only ? std::string_view() : std::string_view(r.body), limits.write_timeout, yield);
-  };
-  const std::function<void()> arriving = [&listed] { listed.set_idle(false); };
-  // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, a request is
-  // answered 503 at once, without any downstream call. Null when it is admitted (counted in flight).
-  const auto shed = [&](int route, std::string_view incoming_id) -> std::optional<outbound_response> {
-    const bool over_budget = memory_budget::exhausted();
-    if (ctx.state->inflight.fetch_add(1, std::memory_order_relaxed) < limits.max_inflight && !over_budget)
-      return std::nullopt;
-    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    ctx.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
-    auto r = error_response(
-        503, over_budget ? "overloaded: memory budget exhausted" : "overloaded: too many requests in flight",
-        make_request_id(incoming_id));
-    r.route = route;
-    return r;
-  };
-  bool body_unread = false;  // the connection ends with a request's body not read whole: linger
-  // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
-  const auto pass_through = [&](int route, const std::string& method, clock::time_point started) {
-    auto& parser = *current;
-    const auto& req = parser.get();
-    if (auto r = framing_refusal(req); r.status != 0) {
-      send(r, false, method == "HEAD");
-      finish(r, method, started);
-      body_unread = true;
-      return false;
-    }
-    if (auto r = shed(route, header(req, "X-Request-Id"))) {
-      send(*r, false, method == "HEAD");  // the body, if any, is left unread: the connection ends
-      finish(*r, method, started);
-      body_unread = !parser.is_done();
-      return false;
-    }
-    keep_head(req);  // run_proxy takes the head over
-    auto result = run_proxy(io, parser, *generation, route, ctx, {peer.address, peer.trusted, tls}, control,
-                            trace ? &*trace : nullptr, yield);
-    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    generation->metrics.proxy_bytes(ctx.worker, static_cast<std::size_t>(route), result.uploaded_bytes,
-                                    result.sent_bytes);
-    body_unread = result.body_unread;
-    auto& r = result.answer;
-    if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
-    r.route = route;
-    r.status = result.status;
-    if (result.status == 499) ctx.metrics->client_disconnect();
-    finish(r, method, started, r.body.empty() ? result.sent_bytes : r.body.size());
-    return result.keep_alive && result.status != 499;
-  };
-  bool first_request = true;
-  std::string accept_encoding;  // several Accept-Encoding fields joined (rare)
+ private:
+  static constexpr bool tls = std::is_same_v<transport, tls_client_io>;
+  using parser_type = http::request_parser<http::string_body>;
+  using read_result = typename transport::read_result;
 
-  for (;;) {
-    auto& parser = current.emplace();  // a new one per request (Beast's parsers cannot be reset)
-    kept_head.reset();
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    // The head is read first; a body only when the route takes one (see below): within max_body_bytes
-    // for an aggregate route (a Content-Length above it is refused from the head), streamed for a
-    // pass-through route (within its proxy.max_body_bytes).
-    parser.body_limit(boost::none);
-    listed.set_idle(!io.buffered());
-    // A new connection's first request must start within header_timeout of the accept: a client that
-    // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
-    auto idle = first_request ? std::min<clock::duration>(limits.idle_timeout, limits.header_timeout)
-                              : clock::duration(limits.idle_timeout);
-    if (ctx.state->closing) idle = std::min<clock::duration>(idle, drain_idle_grace);
-    first_request = false;
-    auto read = io.read_request(parser, clock::now() + idle, limits.header_timeout, arriving, yield);
-    listed.set_idle(false);
-    listed.set_fresh(false);
-    const auto started = clock::now();
-    if (auto now = ctx.generation->load(); generation != now) generation = std::move(now);  // a reload's
-    const auto& handler = *generation->handler;
-    auto received = started;  // the deadline counts from the whole request: after a body, from its end
+  static bool needs_peer(const session_context& ctx) {
+    return ctx.log || ctx.config->server.forwarded != forwarded_style::none;
+  }
+  const request_handler& handler() const { return *generation_->handler; }
+
+  // One request from its head to its log line; false when the connection ends after it.
+  bool serve_one() {
+    auto& parser = new_request();
+    auto read = read_head(parser);
+    request_step step;
+    step.started = step.received = clock::now();
+    if (auto now = ctx_.generation->load(); generation_ != now) generation_ = std::move(now);  // a reload's
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
-    // The edge's refusals (fields, target) before anything else looks at the head; the target is
-    // canonical from here on.
-    if (head_read && control.reason() == cancel_reason::none) {
-      if (const auto why = admit_head(parser.get()); !why.empty()) {
-        auto r = error_response(400, why, make_request_id(header(parser.get(), "X-Request-Id")));
-        const std::string_view method(parser.get().method_string().data(),
-                                      parser.get().method_string().size());
-        send(r, false, method == "HEAD");
-        finish(r, method, started);
-        body_unread = !parser.is_done();
-        break;
-      }
-    }
-    if (ctx.tracing != nullptr && head_read)
-      trace.emplace(
-          ctx.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
-    // Only a configuration with pass-through routes looks for one (another routing per request).
-    if (handler.has_proxy_routes() && head_read && control.reason() == cancel_reason::none) {
-      const auto& req = parser.get();
-      const std::string method(req.method_string().data(), req.method_string().size());
-      const int proxy =
-          handler.proxy_route(method, std::string_view(req.target().data(), req.target().size()));
-      if (proxy >= 0) {
-        if (!pass_through(proxy, method, started)) break;
-        continue;
-      }
-    }
-    if (!read.ok && read.ec == http::error::body_limit && control.reason() == cancel_reason::none) {
-      // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the
-      // head alone (a framing error, else 404, 405 or 413), and the connection closed without reading it.
-      const auto& req = parser.get();
-      const std::string_view method(req.method_string().data(), req.method_string().size());
-      const std::string_view target(req.target().data(), req.target().size());
-      auto r = framing_refusal(req);
-      if (r.status == 0 && handler.takes_body(method, target)) {
-        // The parser refuses a Content-Length over its body limit before it marks the head done.
-        if (!parser.is_header_done() ||
-            (parser.content_length() && *parser.content_length() > limits.max_body_bytes)) {
-          r = handler.refuse_body(method, target, header(req, "X-Request-Id"),
-                                  "request body larger than limits.max_body_bytes");
-        } else {
-          parser.body_limit(limits.max_body_bytes);
-          if (iequals(header(req, "Expect"), "100-continue") &&
-              !io.send("HTTP/1.1 100 Continue\r\n\r\n", {}, limits.write_timeout, yield))
-            break;
-          read = io.read_request(
-              parser, clock::now() + limits.header_timeout, limits.header_timeout, [] {}, yield, true);
-          received = clock::now();
-        }
-      } else if (r.status == 0) {
-        r = handler.refuse_body(method, target, header(req, "X-Request-Id"));
-      }
-      if (r.status != 0) {
-        send(r, false, method == "HEAD");
-        finish(r, method, started);
-        body_unread = true;
-        break;
-      }
+    if (head_read && control_.reason() == cancel_reason::none && refused_at_edge(parser, step)) return false;
+    if (ctx_.tracing != nullptr && head_read)
+      trace_.emplace(
+          ctx_.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
+    if (head_read) classify(parser.get(), step);
+    if (step.route.kind == request_kind::pass_through && control_.reason() == cancel_reason::none)
+      return pass_through(step);
+    if (!read.ok && read.ec == http::error::body_limit && control_.reason() == cancel_reason::none) {
+      if (!read_body(parser, read, step)) return false;
     }
     if (!read.ok) {
-      const auto error_status = status_for_read_error(read.ec);
-      if (error_status != 0 && control.reason() == cancel_reason::none) {
-        // The head may be cut or unread: an id of the gateway's own unless a whole head gave one.
-        auto r = error_response(error_status,
-                                error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status),
-                                make_request_id(parser.is_header_done() ? header(parser.get(), "X-Request-Id")
-                                                                        : std::string_view()));
-        send(r, false, parser.get().method() == http::verb::head);
-        finish(r, "-", started);
-        body_unread = error_status == 413;  // a chunked body cut at the limit
+      answer_read_error(parser, read.ec, step.started);
+      return false;
+    }
+    step.method = method_of(parser.get());
+    if (auto r = framing_refusal(parser.get()); r.status != 0) {
+      refuse(r, step);
+      body_unread_ = true;
+      return false;
+    }
+    return handle(parser.get(), step);
+  }
+
+  // A new parser per request (Beast's parsers cannot be reset). The head is read first; a body only when
+  // the route takes one (read_body): within max_body_bytes for an aggregate route (a Content-Length above
+  // it is refused from the head), streamed for a pass-through route (within its proxy.max_body_bytes).
+  parser_type& new_request() {
+    auto& parser = current_.emplace();
+    kept_head_.reset();
+    parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    parser.body_limit(boost::none);
+    return parser;
+  }
+
+  read_result read_head(parser_type& parser) {
+    listed_.set_idle(!io_.buffered());
+    // A new connection's first request must start within header_timeout of the accept: a client that
+    // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
+    auto idle = first_request_ ? std::min<clock::duration>(limits_.idle_timeout, limits_.header_timeout)
+                               : clock::duration(limits_.idle_timeout);
+    if (ctx_.state->closing) idle = std::min<clock::duration>(idle, drain_idle_grace);
+    first_request_ = false;
+    auto read = io_.read_request(parser, clock::now() + idle, limits_.header_timeout, arriving_, yield_);
+    listed_.set_idle(false);
+    listed_.set_fresh(false);
+    return read;
+  }
+
+  // The edge's refusals (fields, target) before anything else looks at the head; the target is canonical
+  // from here on. True when the request was refused (the connection ends).
+  bool refused_at_edge(parser_type& parser, request_step& step) {
+    const auto why = admit_head(parser.get());
+    if (why.empty()) return false;
+    auto r = error_response(400, why, make_request_id(header(parser.get(), "X-Request-Id")));
+    step.method = method_of(parser.get());
+    refuse(r, step);
+    body_unread_ = !parser.is_done();
+    return true;
+  }
+
+  // The one route lookup of the request: every later step takes its answer from `step.route`.
+  void classify(const http::request<http::string_body>& req, request_step& step) {
+    step.route =
+        handler().classify(method_of(req), std::string_view(req.target().data(), req.target().size()));
+  }
+
+  // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the head
+  // alone (a framing error, else 404, 405 or 413), and the connection closed without reading it. False
+  // when the connection ends.
+  bool read_body(parser_type& parser, read_result& read, request_step& step) {
+    const auto& req = parser.get();
+    step.method = method_of(req);
+    auto r = framing_refusal(req);
+    if (r.status == 0 && handler().takes_body(step.route)) {
+      // The parser refuses a Content-Length over its body limit before it marks the head done.
+      if (!parser.is_header_done() ||
+          (parser.content_length() && *parser.content_length() > limits_.max_body_bytes)) {
+        r = handler().refuse_body(step.route, header(req, "X-Request-Id"),
+                                  "request body larger than limits.max_body_bytes");
+      } else {
+        parser.body_limit(limits_.max_body_bytes);
+        if (iequals(header(req, "Expect"), "100-continue") &&
+            !io_.send("HTTP/1.1 100 Continue\r\n\r\n", {}, limits_.write_timeout, yield_))
+          return false;
+        read = io_.read_request(
+            parser, clock::now() + limits_.header_timeout, limits_.header_timeout, [] {}, yield_, true);
+        step.received = clock::now();
       }
-      break;
+    } else if (r.status == 0) {
+      r = handler().refuse_body(step.route, header(req, "X-Request-Id"));
     }
-    const auto& req = parser.get();  // its strings live in the parser, not in the read buffer
-    const std::string_view method(req.method_string().data(), req.method_string().size());
-    if (auto r = framing_refusal(req); r.status != 0) {
-      send(r, false, method == "HEAD");
-      finish(r, method, started);
-      body_unread = true;
-      break;
-    }
+    if (r.status == 0) return true;
+    refuse(r, step);
+    body_unread_ = true;
+    return false;
+  }
+
+  // A read that failed: the answer the client still deserves, if any (the connection ends).
+  void answer_read_error(const parser_type& parser, const error_code& ec, clock::time_point started) {
+    const auto error_status = status_for_read_error(ec);
+    if (error_status == 0 || control_.reason() != cancel_reason::none) return;
+    // The head may be cut or unread: an id of the gateway's own unless a whole head gave one.
+    auto r = error_response(
+        error_status, error_status == 400 ? "malformed HTTP request" : reason_phrase(error_status),
+        make_request_id(parser.is_header_done() ? header(parser.get(), "X-Request-Id") : std::string_view()));
+    send(r, false, parser.get().method() == http::verb::head);
+    finish(r, "-", started);
+    body_unread_ = error_status == 413;  // a chunked body cut at the limit
+  }
+
+  // An aggregate request (or a refusal: 404, 405, OPTIONS) read whole: shed, handled, answered.
+  bool handle(const http::request<http::string_body>& req, const request_step& step) {
     // Nothing pipelined behind this request: free the read buffer while the request runs and the
     // connection then idles (a few hundred bytes to allocate again for the next request).
-    io.release_buffer();
+    io_.release_buffer();
+    const beast_headers<http::request<http::string_body>> fields(req);
+    const auto in = inbound_of(req, fields, step);
+    const bool head_only = step.method == "HEAD";
+    if (auto r = shed(step.route.index(), in.request_id)) {
+      const bool keep_alive = req.keep_alive() && !ctx_.state->closing;
+      const bool written = send(*r, keep_alive, head_only);
+      finish(*r, step.method, step.started);
+      return written && keep_alive;
+    }
+    io_.watch_peer([this] { control_.cancel(cancel_reason::client_gone); });
+    auto response = handler().handle(in, step.route, ctx_.worker, control_, yield_);
+    io_.stop_watch();
+    ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    if (io_.peer_closed() || control_.reason() == cancel_reason::client_gone) {
+      ctx_.metrics->client_disconnect();
+      response.status = 499;  // nginx's "client closed request", for the log and the metrics only
+      response.body.clear();  // nothing was written
+      response.degraded.clear();
+      finish(response, step.method, step.started);
+      return false;
+    }
+    return respond(req, response, step, head_only);
+  }
+
+  inbound_request inbound_of(const http::request<http::string_body>& req, const client_headers& fields,
+                             const request_step& step) {
     inbound_request in;
-    in.received = received;
-    in.method = method;
-    const bool head_only = method == "HEAD";
+    in.received = step.received;
+    in.method = step.method;
     in.target = std::string_view(req.target().data(), req.target().size());
     in.request_id = header(req, "X-Request-Id");
     in.traceparent = header(req, "traceparent");
     in.timeout_ms = header(req, "X-Request-Timeout-Ms");
     in.envoy_timeout_ms = header(req, "x-envoy-expected-rq-timeout-ms");
     in.body = std::string_view(req.body().data(), req.body().size());
-    const beast_headers<http::request<http::string_body>> fields(req);
     in.headers = &fields;
-    in.origin = {peer.address, peer.trusted, tls};
-    if (trace) in.trace = &*trace;
-    in.brief_calls = ctx.log != nullptr;
-    in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding);
+    in.origin = {peer_.address, peer_.trusted, tls};
+    if (trace_) in.trace = &*trace_;
+    in.brief_calls = ctx_.log != nullptr;
+    in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding_);
+    return in;
+  }
 
-    if (auto r = shed(handler.route_index(in.method, in.target), in.request_id)) {
-      const bool keep_alive = req.keep_alive() && !ctx.state->closing;
-      const bool written = send(*r, keep_alive, head_only);
-      finish(*r, in.method, started);
-      if (!written || !keep_alive) break;
-      continue;
-    }
-
-    io.watch_peer([&control] { control.cancel(cancel_reason::client_gone); });
-    auto response = handler.handle(in, ctx.worker, control, yield);
-    io.stop_watch();
-    ctx.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    if (io.peer_closed() || control.reason() == cancel_reason::client_gone) {
-      ctx.metrics->client_disconnect();
-      response.status = 499;  // nginx's "client closed request", for the log and the metrics only
-      response.body.clear();  // nothing was written
-      response.degraded.clear();
-      finish(response, in.method, started);
-      break;
-    }
-
+  // The answer written, the request logged; true when the connection takes another request.
+  bool respond(const http::request<http::string_body>& req, const outbound_response& response,
+               const request_step& step, bool head_only) {
     // An HTTP/1.0 request with Transfer-Encoding has faulty framing: answered, then closed (RFC 9112 6.1).
-    const bool keep_alive = req.keep_alive() && control.reason() == cancel_reason::none &&
-                            !ctx.state->closing &&
+    const bool keep_alive = req.keep_alive() && control_.reason() == cancel_reason::none &&
+                            !ctx_.state->closing &&
                             !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
     const bool written = send(response, keep_alive, head_only);
-    finish(response, in.method, started);
-    if (!written || !keep_alive) break;
+    finish(response, step.method, step.started);
+    return written && keep_alive;
   }
-  if constexpr (tls) {
-    io.close(limits.write_timeout, yield);
-  } else {
-    socket.shutdown(net::ip::tcp::socket::shutdown_send, ec);
-    if (body_unread) {
-      listed.set_idle(true);  // nothing more is owed to it: a drain closes it at once
-      io.linger(ctx.state->closing ? drain_idle_grace : linger_time, linger_bytes, yield);
+
+  // A request of a pass-through route (proxy_exchange), from its head on; false when the connection ends.
+  bool pass_through(const request_step& step) {
+    auto& parser = *current_;
+    const auto& req = parser.get();
+    const int route = step.route.index();
+    // A copy: run_proxy moves the head, and the method's text with it, into a parser of its own.
+    const std::string method(method_of(req));
+    request_step logged;
+    logged.started = step.started;
+    logged.method = method;
+    if (auto r = framing_refusal(req); r.status != 0) {
+      refuse(r, logged);
+      body_unread_ = true;
+      return false;
     }
-    socket.close(ec);
+    if (auto r = shed(route, header(req, "X-Request-Id"))) {
+      refuse(*r, logged);  // the body, if any, is left unread: the connection ends
+      body_unread_ = !parser.is_done();
+      return false;
+    }
+    keep_head(req);  // run_proxy takes the head over
+    auto result = run_proxy(io_, parser, *generation_, route, ctx_, {peer_.address, peer_.trusted, tls},
+                            control_, trace_ ? &*trace_ : nullptr, yield_);
+    ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    generation_->metrics.proxy_bytes(ctx_.worker, static_cast<std::size_t>(route), result.uploaded_bytes,
+                                     result.sent_bytes);
+    body_unread_ = result.body_unread;
+    auto& r = result.answer;
+    if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
+    r.route = route;
+    r.status = result.status;
+    if (result.status == 499) ctx_.metrics->client_disconnect();
+    finish(r, method, step.started, r.body.empty() ? result.sent_bytes : r.body.size());
+    return result.keep_alive && result.status != 499;
   }
-}
+
+  // Load shedding: beyond max_inflight, or while the buffered answers fill the memory budget, a request is
+  // answered 503 at once, without any downstream call. Null when it is admitted (counted in flight).
+  std::optional<outbound_response> shed(int route, std::string_view incoming_id) {
+    const bool over_budget = memory_budget::exhausted();
+    if (ctx_.state->inflight.fetch_add(1, std::memory_order_relaxed) < limits_.max_inflight && !over_budget)
+      return std::nullopt;
+    ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
+    ctx_.metrics->shed(over_budget ? shed_reason::memory_budget : shed_reason::max_inflight);
+    auto r = error_response(
+        503, over_budget ? "overloaded: memory budget exhausted" : "overloaded: too many requests in flight",
+        make_request_id(incoming_id));
+    r.route = route;
+    return r;
+  }
+
+  // An answer after which the connection ends: written (the head alone to HEAD), then logged.
+  void refuse(const outbound_response& r, const request_step& step) {
+    send(r, false, step.method == "HEAD");
+    finish(r, step.method, step.started);
+  }
+
+  // An answer to HEAD is the head alone, with the Content-Length a GET would get (RFC 9110 9.3.2).
+  bool send(const outbound_response& r, bool keep_alive, bool head_only) {
+    return io_.send(head_of(r, keep_alive, ctx_.config->server.compression.enabled),
+                    head_only ? std::string_view() : std::string_view(r.body), limits_.write_timeout, yield_);
+  }
+
+  // The request's end: its span, its metrics, its access line. `bytes`: of the answer's body, when not
+  // r.body (a pass-through answer's).
+  void finish(const outbound_response& r, std::string_view method, clock::time_point started,
+              std::size_t bytes = std::string::npos) {
+    const auto elapsed = clock::now() - started;
+    trace_hex_.clear();
+    if (trace_) {
+      if (ctx_.log) trace_hex_ = to_hex(trace_->trace);
+      end_trace(*trace_, r, method, *generation_, *ctx_.tracing);
+    }
+    trace_.reset();
+    generation_->metrics.request_done(ctx_.worker, r.route, method, r.status, elapsed);
+    if (ctx_.log) log_access(r, method, elapsed, bytes);
+  }
+
+  void log_access(const outbound_response& r, std::string_view method, clock::duration elapsed,
+                  std::size_t bytes) {
+    access_entry e;
+    e.time = std::chrono::system_clock::now();
+    e.request_id = r.request_id;
+    e.method = method;
+    const route_settings* route =
+        r.route >= 0 ? &generation_->config->routes[static_cast<std::size_t>(r.route)] : nullptr;
+    e.route = route != nullptr ? std::string_view(route->path) : std::string_view("unmatched");
+    e.status = r.status;
+    e.duration_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+    e.degraded = r.degraded;
+    e.bytes = bytes != std::string::npos ? bytes : r.body.size();
+    e.client = client_;
+    e.trace_id = trace_hex_;
+    log_head_fields(e);
+    if (route != nullptr && r.calls.size() == route->calls.size()) {
+      e.calls = r.calls;
+      e.calls_of = route;
+    }
+    ctx_.log->write(ctx_.worker, e);
+  }
+
+  // What the request's head says, when it was read: target, user agent, trace and forwarded client.
+  void log_head_fields(access_entry& e) {
+    const bool from_current = !kept_head_ && current_ && current_->is_header_done();
+    if (!kept_head_ && !from_current) return;
+    std::string_view incoming_trace;
+    std::string_view forwarded;
+    if (kept_head_) {
+      e.target = kept_head_->target;
+      e.user_agent = kept_head_->user_agent;
+      incoming_trace = kept_head_->traceparent;
+      forwarded = kept_head_->forwarded_for;
+    } else {
+      const auto& req = current_->get();
+      e.target = std::string_view(req.target().data(), req.target().size());
+      e.user_agent = header(req, "User-Agent");
+      incoming_trace = header(req, "traceparent");
+      if (peer_.trusted) forwarded = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for_);
+    }
+    if (e.trace_id.empty() && incoming_trace.size() == 55 && parse_traceparent(incoming_trace))
+      e.trace_id = incoming_trace.substr(3, 32);
+    if (peer_.trusted) {
+      const auto by_proxy = forwarded_client(forwarded, ctx_.config->server.trusted_proxies);
+      if (!by_proxy.empty()) {
+        e.client = by_proxy;
+        e.proxy = client_;
+      }
+    }
+  }
+
+  void keep_head(const http::request<http::string_body>& req) {
+    if (!ctx_.log) return;
+    kept_head_.emplace();
+    kept_head_->target.assign(req.target().data(), req.target().size());
+    kept_head_->user_agent = header(req, "User-Agent");
+    kept_head_->traceparent = header(req, "traceparent");
+    if (peer_.trusted)
+      kept_head_->forwarded_for = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for_);
+  }
+
+  // The connection's end: close_notify over TLS; else a lingering close when a body was left unread.
+  void close() {
+    error_code ec;
+    if constexpr (tls) {
+      io_.close(limits_.write_timeout, yield_);
+    } else {
+      socket_.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+      if (body_unread_) {
+        listed_.set_idle(true);  // nothing more is owed to it: a drain closes it at once
+        io_.linger(ctx_.state->closing ? drain_idle_grace : linger_time, linger_bytes, yield_);
+      }
+      socket_.close(ec);
+    }
+  }
+
+  static std::string_view method_of(const http::request<http::string_body>& req) {
+    return std::string_view(req.method_string().data(), req.method_string().size());
+  }
+
+  net::ip::tcp::socket& socket_;
+  transport& io_;
+  const session_context& ctx_;
+  const limits_settings& limits_;
+  net::yield_context yield_;
+  const peer_info peer_;
+  const std::string client_;  // "address:port" for the access log; empty when it is off
+  request_control control_;   // cancels the request being handled (client gone, drain, shutdown)
+  session_registry::membership listed_;
+  const std::function<void()> arriving_;  // a request starts to arrive: no longer idle
+  // The configuration the current request runs on (see config_generation.hpp); kept while the connection
+  // idles, taken anew when another request finds a newer one.
+  std::shared_ptr<const config_generation> generation_;
+  std::optional<trace_record> trace_;   // the current request's spans, when tracing is on
+  std::optional<parser_type> current_;  // the request being read or handled
+  std::optional<logged_head> kept_head_;
+  std::string trace_hex_;        // the access log's trace id of a traced request
+  std::string forwarded_for_;    // several X-Forwarded-For fields joined (rare)
+  std::string accept_encoding_;  // several Accept-Encoding fields joined (rare)
+  bool body_unread_ = false;     // the connection ends with a request's body not read whole: linger
+  bool first_request_ = true;
+};
 
 }  // namespace
 
@@ -493,10 +619,10 @@ void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::y
   const std::size_t buffer_limit = ctx.config->limits.max_header_bytes + 4096;  // a head and what follows
   if (ctx.tls != nullptr) {
     tls_client_io io(socket, ctx.tls->current(), buffer_limit);
-    serve(socket, io, ctx, yield);
+    connection<tls_client_io>(socket, io, ctx, yield).run();
   } else {
     client_io io(socket, buffer_limit);
-    serve(socket, io, ctx, yield);
+    connection<client_io>(socket, io, ctx, yield).run();
   }
 }
 
