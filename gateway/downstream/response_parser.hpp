@@ -83,10 +83,10 @@ class response_parser {
     head,      // a head is arriving: the answer's, or the one after an interim (1xx) response
     body,      // the final head is parsed: its body is arriving (by Content-Length, to the end of the
                // connection, or chunked, up to the first chunk with data)
-    chunks,    // chunked: a chunk with data has been read: a CRLF ends its data before the next
-               // chunk-size line (chunk_left_: what is still to come of it)
+    chunks,    // chunked: past the size line of a chunk with data: its data (chunk_left_: what is still
+               // to come of it), then a CRLF before each next chunk-size line
     trailers,  // chunked: Beast has taken the last chunk and is parsing the trailer section after it
-               // (trailers_), all within one feed(): it ends done or failed there
+               // (trailers_), within one feed(): the same put() ends it, done or failed
     done,      // the answer is complete; put() consumes nothing more
     failed,    // put() or put_eof() reported an error other than need_more; nothing more may be put
   };
