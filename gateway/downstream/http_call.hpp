@@ -89,7 +89,6 @@ class http_call {
   void free_if_done();
 
   http_endpoints& lane_;
-  state state_ = state::attempting;
   call_sink& sink_;  // the fan-out's, until the report
   std::size_t index_;
   cancel_source& cancel_;  // the fan-out's, until the report
@@ -113,6 +112,7 @@ class http_call {
   http_endpoints::endpoint* last_failed_ = nullptr;      // a retry avoids it (compared, never used)
   std::array<bool, 2> retry_slot_{};  // the attempt in that slot holds a place in the retry budget
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
+  state state_ = state::attempting;
   bool contacted_ = false;
 
   // The hedge delay or a retry's backoff, one at a time (hedge_due, backing_off); made at the first of them
