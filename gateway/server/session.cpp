@@ -133,8 +133,9 @@ peer_info peer_of(const net::ip::tcp::socket& socket, const server_settings& ser
   const auto ep = socket.remote_endpoint(ec);
   if (ec) return {};
   peer_info p{ep.address().to_string(), ep.port(), false};
+  const auto peer = ip_address::parse(p.address);  // once, not once per trusted network
   p.trusted = std::any_of(server.trusted_proxies.begin(), server.trusted_proxies.end(),
-                          [&](const ip_network& n) { return n.contains(p.address); });
+                          [&](const ip_network& n) { return peer && n.contains(*peer); });
   return p;
 }
 

@@ -36,7 +36,7 @@ nlohmann::json last(mock_downstream& mock, const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("call bodies: the client's JSON body is passed through; a built body escapes its values",
+TEST_CASE("call bodies: the client's JSON body is passed through, a built body escapes its values",
           "[body]") {
   mock_downstream mock({"--record-headers", "content-type"});
   gateway_process gw(body_config(mock));

@@ -43,7 +43,7 @@ nlohmann::json last_headers(mock_downstream& mock, const std::string& path) {
 }  // namespace
 
 TEST_CASE(
-    "header policy: forwarded client fields and fixed ones reach the calls; X-Forwarded-* name the peer",
+    "header policy: forwarded client fields and fixed ones reach the calls, X-Forwarded-* name the peer",
     "[headers]") {
   ::setenv("GATEWAY_TEST_API_KEY", "key-123", 1);
   mock_downstream mock({"--record-headers", recorded});
@@ -75,7 +75,7 @@ TEST_CASE(
   CHECK(config.body.find("key-123") == std::string::npos);
 }
 
-TEST_CASE("header policy: a trusted proxy's X-Forwarded-For is extended; Forwarded style", "[headers]") {
+TEST_CASE("header policy: a trusted proxy's X-Forwarded-For is extended, Forwarded style", "[headers]") {
   ::setenv("GATEWAY_TEST_API_KEY", "k", 1);
   mock_downstream mock({"--record-headers", recorded});
   SECTION("x-forwarded from a trusted proxy") {

@@ -527,7 +527,7 @@ TEST_CASE("access log: the gateway keeps answering promptly when nobody reads it
   check_clean_exit(gw);
 }
 
-TEST_CASE("restart without a gap: a second gateway binds the port while the first drains; nothing fails",
+TEST_CASE("restart without a gap: a second gateway binds the port while the first drains, nothing fails",
           "[drain][restart]") {
   mock_downstream mock({"--threads", "2"});
   const auto [port, admin_port] = restart_ports();

@@ -423,7 +423,7 @@ TEST_CASE("postgres: a parameter holding a NUL byte fails the call instead of be
   check_required_call_fails(strict.port(), "/api/sql?sku=A1%00B2", "parameter contains NUL");
 }
 
-TEST_CASE("postgres: only the first row is read; the rest of a long result is cancelled on the server",
+TEST_CASE("postgres: only the first row is read, the rest of a long result is cancelled on the server",
           "[sql][postgres]") {
   postgres_server pg;
   auto cfg = postgres_config(pg.dsn(), "SELECT g AS n FROM generate_series(1, CAST(:rows AS int)) g");

@@ -279,7 +279,7 @@ TEST_CASE("proxy: each exchange is counted once in its downstream's call metrics
                {{"downstream", "gone"}, {"outcome", "refused"}, {"error_type", "refused"}}) == 1);
 }
 
-TEST_CASE("proxy: the downstream's circuit breaker judges exchanges; open, it answers 503 without a request",
+TEST_CASE("proxy: the downstream's circuit breaker judges exchanges, open, it answers 503 without a request",
           "[proxy][breaker]") {
   mock_downstream mock;
   // The shop downstream gets a breaker that opens after three failures in a row.

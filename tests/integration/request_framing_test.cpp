@@ -179,7 +179,7 @@ TEST_CASE("max_connections_per_client: one address cannot take every slot", "[li
 
 // No route takes a request body: a body is refused from the head alone, before it is read, so that
 // max_connections bodies are never buffered for nothing.
-TEST_CASE("a request body is refused before it is read; the connection closes", "[limits][body]") {
+TEST_CASE("a request body is refused before it is read, the connection closes", "[limits][body]") {
   gateway_with_mock env;
   {
     http_connection conn(env.gw.port());

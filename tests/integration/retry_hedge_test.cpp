@@ -36,7 +36,7 @@ TEST_CASE("retry: a 503 is retried within the deadline and the retry's answer is
   CHECK(metric(gw, "gateway_downstream_retries_total", {{"downstream", "inventory"}}) == 0);
 }
 
-TEST_CASE("retry: attempts: 1 turns retries off; a status not in on_status is not retried",
+TEST_CASE("retry: attempts: 1 turns retries off, a status not in on_status is not retried",
           "[resilience][retry]") {
   SECTION("attempts: 1") {
     mock_downstream mock({"--delay", "5ms", "--path", "coupon=flaky"});
@@ -101,7 +101,7 @@ TEST_CASE("retry: a refused connect is retried, and the budget bounds retries wh
   }
 }
 
-TEST_CASE("hedge: a slow first attempt is overtaken by its hedge, whose socket wins; the loser's is closed",
+TEST_CASE("hedge: a slow first attempt is overtaken by its hedge, whose socket wins, the loser's is closed",
           "[resilience][hedge]") {
   // A fifth of coupon's answers take 600 ms; the hedge goes after 50 ms.
   mock_downstream mock({"--delay", "5ms", "--path", "coupon=ok:5ms,p80=600ms"});

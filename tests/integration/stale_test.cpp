@@ -59,7 +59,7 @@ TEST_CASE("stale: a failing call serves its last good answer for that target, ma
   CHECK(metric(gw, "gateway_stale_answers_served_total", {{"downstream", "coupon"}}) == 1);
 }
 
-TEST_CASE("stale: a hung call at the deadline serves it too; without stale_if_error nothing is kept",
+TEST_CASE("stale: a hung call at the deadline serves it too, without stale_if_error nothing is kept",
           "[resilience][stale]") {
   mock_downstream mock({"--delay", "5ms"});
   seed_config cfg{mock.url()};

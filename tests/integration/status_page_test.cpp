@@ -180,7 +180,7 @@ TEST_CASE(
   check_clean_exit(gw);
 }
 
-TEST_CASE("status page: the ring of degraded requests keeps the newest 20; healthy requests add nothing",
+TEST_CASE("status page: the ring of degraded requests keeps the newest 20, healthy requests add nothing",
           "[admin][status]") {
   mock_downstream mock({"--delay", "2ms", "--path", "coupon=fail"});
   seed_config cfg{mock.url()};

@@ -69,7 +69,7 @@ TEST_CASE("coalescer: followers get a copy of the leader's result, posted") {
   CHECK(b.told == std::vector<call_outcome>{call_outcome::ok});
 }
 
-TEST_CASE("coalescer: a follower's own cancellation reports it at once; the leader goes on") {
+TEST_CASE("coalescer: a follower's own cancellation reports it at once, the leader goes on") {
   fixture f;
   cancel_source ca, cb;
   recording_sink a, b;
@@ -121,7 +121,7 @@ TEST_CASE("coalescer: a call leads under its share key, and only calls with that
   CHECK(f.coalescer.coalesced() == 1);
 }
 
-TEST_CASE("coalescer: an answer that is its own client's is not copied; each follower calls, at once") {
+TEST_CASE("coalescer: an answer that is its own client's is not copied, each follower calls, at once") {
   const auto check_own_calls = [](call_result answer) {
     fixture f;
     cancel_source ca, cb, cc;

@@ -58,7 +58,7 @@ routes:
 
 }  // namespace
 
-TEST_CASE("call headers: X-Forwarded-* name the peer; what an untrusted client sent is replaced",
+TEST_CASE("call headers: X-Forwarded-* name the peer, what an untrusted client sent is replaced",
           "[headers]") {
   const auto cfg = load("", "", "");
   fake_headers client;
@@ -87,7 +87,7 @@ TEST_CASE("call headers: X-Forwarded-* name the peer; what an untrusted client s
       "\r\nX-Forwarded-For: 6.6.6.6, 10.1.2.3\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.example");
 }
 
-TEST_CASE("call headers: RFC 7239 Forwarded quotes what is not a token; none sends nothing", "[headers]") {
+TEST_CASE("call headers: RFC 7239 Forwarded quotes what is not a token, none sends nothing", "[headers]") {
   fake_headers client;
   client.fields.emplace("host", "shop.example:8080");
   client.fields.emplace("forwarded", "for=1.1.1.1");

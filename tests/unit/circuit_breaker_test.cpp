@@ -53,7 +53,7 @@ TEST_CASE("circuit breaker: failures older than the window no longer count") {
   CHECK(b.current() == state::closed);  // 1 of 10
 }
 
-TEST_CASE("circuit breaker: opens on consecutive failures; a success resets the run") {
+TEST_CASE("circuit breaker: opens on consecutive failures, a success resets the run") {
   auto s = settings();
   s.consecutive_failures = 3;
   s.min_calls = 1000;

@@ -257,7 +257,7 @@ TEST_CASE("what counts as a downstream's failure is read from circuit_breaker.fa
   CHECK_THAT(e.message, Catch::Contains("invalid_answer"));
 }
 
-TEST_CASE("an http downstream reads retry and hedge; retries are on and hedges off by default", "[config]") {
+TEST_CASE("an http downstream reads retry and hedge, retries are on and hedges off by default", "[config]") {
   const auto defaults = load_config_text(good, "t.yaml");
   REQUIRE(defaults.config);
   const auto& d = defaults.config->downstreams[0];
@@ -586,7 +586,7 @@ TEST_CASE("the admin listener's connection caps and timeouts: defaults, values, 
   only_error_at(edited({{"downstreams:", "admin:\n  max_connections: 0\ndownstreams:"}}), "0\ndownstreams");
 }
 
-TEST_CASE("route path templates: their parameters are params; bad templates and overlaps are refused",
+TEST_CASE("route path templates: their parameters are params, bad templates and overlaps are refused",
           "[config][routing]") {
   SECTION("a template's parameters can be used by calls and given a pattern") {
     const auto r = load_config_text(
@@ -756,7 +756,7 @@ TEST_CASE("the stack cache, per-client connection and memory budget settings", "
   only_error_at(edited({{"threads: 2", "threads: 2\n  stack_cache: 65537"}}), "65537");
 }
 
-TEST_CASE("proxy routes: read with their defaults; what they cannot have is refused where it is",
+TEST_CASE("proxy routes: read with their defaults, what they cannot have is refused where it is",
           "[config][proxy]") {
   const std::string proxy_route = R"(  - path_prefix: /files/
     proxy:
@@ -808,7 +808,7 @@ TEST_CASE("proxy routes: read with their defaults; what they cannot have is refu
   }
 }
 
-TEST_CASE("${ENV} and ${ENV:-default} work in every value; credentials' values are hidden in /config",
+TEST_CASE("${ENV} and ${ENV:-default} work in every value, credentials' values are hidden in /config",
           "[config][env]") {
   ::unsetenv("GW_TEST_UNSET");
   ::setenv("GW_TEST_PORT", "9007", 1);

@@ -21,7 +21,7 @@ cors_settings shop_cors(bool credentials = false) {
 
 }  // namespace
 
-TEST_CASE("cors: an allowed origin may read the answer; others get nothing but Vary", "[cors]") {
+TEST_CASE("cors: an allowed origin may read the answer, others get nothing but Vary", "[cors]") {
   const auto c = shop_cors();
   CHECK(cors_answer_fields(c, "https://shop.example") ==
         "Access-Control-Allow-Origin: https://shop.example\r\nVary: Origin\r\n"
@@ -54,7 +54,7 @@ TEST_CASE("cors: preflights check origin, method and headers", "[cors]") {
   CHECK(cors_preflight(methods, "GET", "https://shop.example", "POST", "").status == 204);
 }
 
-TEST_CASE("cors config: origins are checked; credentials with '*' refused", "[cors][config]") {
+TEST_CASE("cors config: origins are checked, credentials with '*' refused", "[cors][config]") {
   const auto load = [](const std::string& cors) {
     return load_config_text(
         "server: {listen: 127.0.0.1:0}\ndownstreams:\n  d: {url: http://127.0.0.1:9}\n"

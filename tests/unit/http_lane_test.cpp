@@ -171,7 +171,7 @@ TEST_CASE("http lane: an endpoint failing in a row is ejected, for longer each t
   CHECK(bad->ejected_until == now + 2s + 2s);
 }
 
-TEST_CASE("http lane: never more than max_percent of the endpoints are ejected; a lone endpoint never is") {
+TEST_CASE("http lane: never more than max_percent of the endpoints are ejected, a lone endpoint never is") {
   downstream_settings s;
   s.ejection.consecutive_failures = 1;
   s.ejection.max_percent = 50;
@@ -194,7 +194,7 @@ TEST_CASE("http lane: never more than max_percent of the endpoints are ejected; 
   }
 }
 
-TEST_CASE("http lane: endpoints follow the addresses; a gone one is retired and freed once unused") {
+TEST_CASE("http lane: endpoints follow the addresses, a gone one is retired and freed once unused") {
   auto source = std::make_shared<resolved_address>();
   lane_fixture f(downstream_settings{}, {source});
   const auto now = clock::now();

@@ -29,7 +29,7 @@ TEST_CASE("an address parsed once is inside the same networks as its text", "[ip
   }
 }
 
-TEST_CASE("an IPv4-mapped address counts as its IPv4 address; text that is no address does not parse",
+TEST_CASE("an IPv4-mapped address counts as its IPv4 address, text that is no address does not parse",
           "[ip_network]") {
   std::string error;
   const auto net = ip_network::parse("192.168.0.0/16", error);

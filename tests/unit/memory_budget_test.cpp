@@ -7,7 +7,7 @@
 
 using namespace gateway;
 
-TEST_CASE("memory budget: charges stay within the budget; 0 means unlimited") {
+TEST_CASE("memory budget: charges stay within the budget, 0 means unlimited") {
   memory_budget::configure(1000);
   const auto base = memory_budget::used();
   REQUIRE(base == 0);

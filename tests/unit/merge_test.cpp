@@ -102,7 +102,7 @@ TEST_CASE("merged output is valid JSON whatever the strings hold") {
   CHECK(merged.degraded.empty());
 }
 
-TEST_CASE("a key given twice keeps its last value; escaped keys match fields after decoding") {
+TEST_CASE("a key given twice keeps its last value, escaped keys match fields after decoding") {
   const auto route = route_with("array");
   call_result twice;
   twice.outcome = call_outcome::ok;

@@ -102,7 +102,7 @@ TEST_CASE("param pattern: other expressions go to RE2, invalid ones are refused"
   }
 }
 
-TEST_CASE("param pattern: values are UTF-8 characters; invalid UTF-8 matches no class", "[param_pattern]") {
+TEST_CASE("param pattern: values are UTF-8 characters, invalid UTF-8 matches no class", "[param_pattern]") {
   const auto three = compiled("^.{1,3}$");
   CHECK(three->matches("\xc3\xa9\xc3\xa9\xc3\xa9"));  // three characters in six bytes
   CHECK(!three->matches("\xff"));

@@ -120,7 +120,7 @@ std::vector<std::string> params_of(const gateway_config& cfg, const router& rt, 
 
 }  // namespace
 
-TEST_CASE("route templates: exact before template before prefix; literals before parameters", "[routing]") {
+TEST_CASE("route templates: exact before template before prefix, literals before parameters", "[routing]") {
   const auto cfg = templated_routes();
   router rt(cfg.routes);
   CHECK(rt.find("GET", "/api/product/featured").index == 1);  // exact wins over /api/product/{id}

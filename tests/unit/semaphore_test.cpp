@@ -129,7 +129,7 @@ TEST_CASE("a waiter gives up at its deadline and leaves the queue") {
   CHECK(sem.available() == 1);
 }
 
-TEST_CASE("cancelling a waiter removes it at once; the next waiter gets the permit") {
+TEST_CASE("cancelling a waiter removes it at once, the next waiter gets the permit") {
   two_loops loops;
   async_semaphore sem(1, 100);
   auto held = sem.try_acquire();
