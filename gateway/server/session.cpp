@@ -114,7 +114,11 @@ std::string_view list_header(const http::request<http::string_body>& req, key na
 // request of their own: the caller answers and closes.
 outbound_response framing_refusal(const http::request<http::string_body>& req) {
   const auto status = transfer_coding_status(req);
-  if (status == 0) return outbound_response{.status = 0};
+  if (status == 0) {
+    outbound_response none;
+    none.status = 0;
+    return none;
+  }
   return error_response(status,
                         status == 400 ? "transfer coding not chunked: request length unknown"
                                       : "transfer coding not implemented",

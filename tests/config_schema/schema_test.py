@@ -49,8 +49,9 @@ DELIBERATELY_INVALID = {
     "tests/fuzz/corpus/config_loader/sql-postgres.yaml",
 }
 
-# The environment the shipped configurations take values from (deploy/overlays/postgres: DB_PASSWORD).
-SHIPPED_ENVIRONMENT = {"DB_PASSWORD": "secret", "USER": "gateway"}
+# The environment the shipped configurations take values from (deploy/overlays/postgres: DB_PASSWORD;
+# deploy/examples/own-config: its gateway.env).
+SHIPPED_ENVIRONMENT = {"DB_PASSWORD": "secret", "USER": "gateway", "CATALOG_API_KEY": "replace-me"}
 
 failures = []
 
