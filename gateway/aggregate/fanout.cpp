@@ -124,7 +124,7 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   req.sql = (*request.targets)[index]->query();
   if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
   if (!call.pass.empty()) req.pass = &call.pass;
-  req.worker = request.worker;
+  req.thread_index = request.thread_index;
   req.cancel = &cancels_[index];
   return req;
 }
@@ -146,7 +146,7 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     breaker->record(tickets_[index], breaker_verdict(breaker->failures(), result), ended);
   }
   if (request_->series)
-    request_->series->call_done(request_->worker, request_->route->calls[index].downstream_index,
+    request_->series->call_done(request_->thread_index, request_->route->calls[index].downstream_index,
                                 result.label_index(), result.latency);
   const auto& call = request_->route->calls[index];
   // A passed answer is the downstream's word, never replaced by a stale one.
@@ -167,14 +167,10 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   // looks again at every call's end until it has settled. Otherwise only the last call wakes it.
   if (--pending_ != 0 && (decider_ == npos || (state_ != state::starting && state_ != state::running)))
     return;
-  // run() may go on to end the request and destroy this fan-out. Resumed here only when the caller is a
-  // call's completion that touches nothing afterwards; inside cancel()'s loop, deferred. (When run() itself
-  // is the caller, starting or in its own loops, it is not waiting: either only marks its next wait.)
-  if (state_ == state::cancelling) {
-    wake_.notify();
-  } else {
-    wake_.resume_now();
-  }
+  // Through the queue: run() may go on to end the request and destroy this fan-out, never under its
+  // caller (a call's completion, cancel()'s loop). When run() itself is the caller, starting or in its own
+  // loops, it is not waiting: this only marks its next wait.
+  wake_.notify();
 }
 
 // stale_if_error and cache: a good answer is kept under its share_key() (what the call sent); a failed
@@ -237,9 +233,8 @@ void fanout::wait_until(clock::time_point due) {
     // fan-out, so nothing of it is touched.
     if (ec == net::error::operation_aborted) return;
     // Expired: run() does not end before this handler has run (see its end), so this fan-out is alive.
-    // Resumed as the last thing: run() may cancel calls or end in it.
     timer_waiting_ = false;
-    wake_.resume_now();
+    wake_.notify();
   });
 }
 

@@ -41,20 +41,19 @@
 // caller may destroy the fan-out as soon as run() returns. A call's answer buffer is counted against the
 // memory budget until the fan-out is destroyed (held_bytes_).
 //
-// Wake-ups (direct_wake's rule): only run()'s coroutine waits, on wake_. A call's report resumes it inline
-// (resume_now()) as the last act of the call's completion, which touches nothing afterwards; so does the
-// timer's handler, and run() does not end before that handler has run, unless it cancelled the wait (the
-// handler then touches nothing). Inside cancel()'s loop (cancelling) a call may finish in its cancel hook:
-// the wake-up is deferred (notify()), so that the fan-out never ends while that loop still runs. Inside
-// run() itself (starting, and its own loops that cancel calls) nobody waits: a wake-up only makes run()'s
-// next wait return at once.
+// Wake-ups (wake_event): only run()'s coroutine waits, on wake_. A call's report, and the timer's handler,
+// wake it through the I/O thread's queue (notify()), so it never runs inside a call's completion or inside
+// cancel()'s loop (where a call may finish in its cancel hook): the fan-out never ends while one of its
+// callers still runs. run() does not end before the timer's handler has run, unless it cancelled the wait
+// (the handler then touches nothing). Inside run() itself (starting, and its own loops that cancel calls)
+// nobody waits: a wake-up only makes run()'s next wait return at once.
 
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_headers.hpp"
 #include "gateway/downstream/downstream.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/runtime/cancel_source.hpp"
-#include "gateway/runtime/direct_wake.hpp"
+#include "gateway/runtime/wake_event.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/small_vector.hpp>
@@ -82,9 +81,9 @@ struct fanout_request {
   call_trace* call_traces = nullptr;
   const call_header_fields* headers = nullptr;  // aligned with route->calls; null: none
   std::string_view client_body;                 // the client's request body (calls with body: client)
-  std::size_t worker = 0;
+  std::size_t thread_index = 0;
   std::size_t stack_size = 64 * 1024;
-  worker_metrics* metrics = nullptr;   // the I/O thread's; null in tests
+  thread_metrics* metrics = nullptr;   // the I/O thread's; null in tests
   const metric_set* series = nullptr;  // the configuration's rows (calls by downstream); null in tests
 };
 
@@ -121,7 +120,7 @@ class fanout final : private call_sink {
   boost::asio::any_io_executor ex_;
   state state_ = state::idle;
   cancel_reason cancelled_before_run_ = cancel_reason::none;  // idle: what cancel() said, for run()
-  direct_wake
+  wake_event
       wake_;  // run() waits on it: the last call finished, a call ended while deciding, a deadline came
   // Set for the earliest deadline of a call still running; destroyed with this fan-out, which cancels a
   // wait still set (its handler then runs as aborted and touches nothing).

@@ -54,7 +54,7 @@ struct call_request {
   // HTTP: the statuses whose answers the call passes to the client (the call's pass_status), with the
   // fields to keep from them; null when it passes none, the default, which costs nothing per answer.
   const passed_answer_policy* pass = nullptr;
-  std::size_t worker = 0;  // index of the I/O thread the coroutine runs on
+  std::size_t thread_index = 0;  // index of the I/O thread the coroutine runs on
   cancel_source* cancel = nullptr;
 };
 
@@ -100,8 +100,8 @@ class downstream {
     why = {lease_failure::kind::failed, "not an HTTP downstream"};
     return nullptr;
   }
-  // Closes idle connections owned by worker `worker` (called on that worker during shutdown).
-  virtual void close_idle(std::size_t worker) = 0;
+  // Closes idle connections owned by I/O thread `thread_index` (called on that thread during shutdown).
+  virtual void close_idle(std::size_t thread_index) = 0;
   // False while the downstream cannot serve at all (e.g. a database pool with no open connection).
   virtual bool ready() const { return true; }
 

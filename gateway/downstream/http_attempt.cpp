@@ -373,7 +373,7 @@ void http_attempt::fail(const error_code& ec, const char* what, bool connecting)
   finish(std::move(result), clock::now());
 }
 
-// Hands the result to the call: the attempt's last act. Safe (direct_wake's rule) because it is reached
+// Hands the result to the call: the attempt's last act. Safe (wake_event's rule) because it is reached
 // only as the last step of one of the attempt's own completion handlers (a timer, the connect, the write,
 // a readiness wait; https: the handshake, a TLS read), or of start() while its caller touches nothing
 // after it; and nothing of the attempt is touched after the report: it is freed before, or kept

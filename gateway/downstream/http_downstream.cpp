@@ -51,7 +51,7 @@ http_downstream::http_downstream(const downstream_settings& settings,
 http_downstream::~http_downstream() = default;
 
 bool http_downstream::start(const call_request& request, call_sink& sink, std::size_t index) {
-  auto& lane = *lanes_.at(request.worker);
+  auto& lane = *lanes_.at(request.thread_index);
   if (auto* coalescer = lane.coalescer(); coalescer != nullptr && request.method == "GET") {
     coalescer->start(request, sink, index);
   } else {
@@ -99,8 +99,8 @@ std::uint64_t http_downstream::hedges() const {
   return n;
 }
 
-void http_downstream::close_idle(std::size_t worker) {
-  lanes_.at(worker)->close_idle();
+void http_downstream::close_idle(std::size_t thread_index) {
+  lanes_.at(thread_index)->close_idle();
 }
 
 }  // namespace gateway

@@ -30,10 +30,10 @@ class http_downstream final : public downstream {
                   host_resolver& resolver);
   ~http_downstream() override;
 
-  // Starts an http_call on the pool of the request's worker; always true.
+  // Starts an http_call on the pool of the request's I/O thread; always true.
   bool start(const call_request& request, call_sink& sink, std::size_t index) override;
-  void close_idle(std::size_t worker) override;
-  // From the pool of the picked endpoint of the worker's lane (http_proxy_link.cpp).
+  void close_idle(std::size_t thread_index) override;
+  // From the pool of the picked endpoint of the I/O thread's lane (http_proxy_link.cpp).
   std::unique_ptr<proxy_link> lease(const lease_request& request, boost::asio::yield_context yield,
                                     lease_failure& why) override;
 
@@ -54,7 +54,7 @@ class http_downstream final : public downstream {
   downstream_settings settings_;
   request_head head_;
   std::unique_ptr<endpoint_breakers> breakers_;
-  std::vector<std::unique_ptr<http_endpoints>> lanes_;  // indexed by worker; they use breakers_
+  std::vector<std::unique_ptr<http_endpoints>> lanes_;  // indexed by thread_index; they use breakers_
 };
 
 }  // namespace gateway

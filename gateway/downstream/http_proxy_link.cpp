@@ -1,5 +1,5 @@
-// http_downstream's pass-through connections (proxy_link): an endpoint picked by the worker's lane like an
-// attempt's, a connection from its pool (an idle one, a new one, or a place in its queue), and the bytes
+// http_downstream's pass-through connections (proxy_link): an endpoint picked by the I/O thread's lane like
+// an attempt's, a connection from its pool (an idle one, a new one, or a place in its queue), and the bytes
 // of one exchange through it, each wait under a timer. The pool and the lane count the lease like an
 // attempt: in flight until finish(), then judged for ejection and the endpoint's breaker.
 
@@ -324,7 +324,7 @@ bool pooled_link::connect(clock::time_point until, net::yield_context yield, lea
 
 std::unique_ptr<proxy_link> http_downstream::lease(const lease_request& request, net::yield_context yield,
                                                    lease_failure& why) {
-  auto& lane = *lanes_.at(request.worker);
+  auto& lane = *lanes_.at(request.thread_index);
   const auto choice = lane.pick(clock::now(), nullptr);
   if (choice.to == nullptr) {
     why = choice.refused ? lease_failure{lease_failure::kind::circuit_open, "circuit open"}

@@ -71,7 +71,7 @@ struct lease_failure {
 };
 
 struct lease_request {
-  std::size_t worker = 0;           // the I/O thread the coroutine runs on
+  std::size_t thread_index = 0;     // the I/O thread the coroutine runs on
   clock::time_point ready_by;       // connected (and the TLS handshake done) by then
   cancel_source* cancel = nullptr;  // the exchange's; must outlive the link
   bool fresh = false;               // a new connection, never an idle one (after a reused one failed)

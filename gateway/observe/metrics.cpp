@@ -120,30 +120,30 @@ struct fallback_series : series_parts<fallback_part> {
   std::string call;
 };
 
-void metric_set::request_done(std::size_t worker, int route, std::string_view method, unsigned status,
+void metric_set::request_done(std::size_t thread_index, int route, std::string_view method, unsigned status,
                               clock::duration elapsed) const {
-  auto& part = routes_[static_cast<std::size_t>(route + 1)]->parts[worker];
+  auto& part = routes_[static_cast<std::size_t>(route + 1)]->parts[thread_index];
   part.duration[method_slot(method) * status_slots + status_slot(status)].observe(elapsed);
 }
 
-void metric_set::call_done(std::size_t worker, std::size_t downstream, std::size_t outcome,
+void metric_set::call_done(std::size_t thread_index, std::size_t downstream, std::size_t outcome,
                            clock::duration latency) const {
-  downstreams_[downstream]->parts[worker].duration[outcome].observe(latency);
+  downstreams_[downstream]->parts[thread_index].duration[outcome].observe(latency);
 }
 
-void metric_set::degraded_response(std::size_t worker, std::size_t route) const {
-  routes_[route + 1]->parts[worker].degraded.fetch_add(1, std::memory_order_relaxed);
+void metric_set::degraded_response(std::size_t thread_index, std::size_t route) const {
+  routes_[route + 1]->parts[thread_index].degraded.fetch_add(1, std::memory_order_relaxed);
 }
 
-void metric_set::proxy_bytes(std::size_t worker, std::size_t route, std::uint64_t request,
+void metric_set::proxy_bytes(std::size_t thread_index, std::size_t route, std::uint64_t request,
                              std::uint64_t response) const {
-  auto& part = routes_[route + 1]->parts[worker];
+  auto& part = routes_[route + 1]->parts[thread_index];
   part.proxy_bytes[0].fetch_add(request, std::memory_order_relaxed);
   part.proxy_bytes[1].fetch_add(response, std::memory_order_relaxed);
 }
 
-void metric_set::fallback(std::size_t worker, std::size_t route, std::size_t call) const {
-  fallbacks_[route][call]->parts[worker].count.fetch_add(1, std::memory_order_relaxed);
+void metric_set::fallback(std::size_t thread_index, std::size_t route, std::size_t call) const {
+  fallbacks_[route][call]->parts[thread_index].count.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The rows in the order they were first named (rendered in that order); std::deque never moves them.
@@ -156,7 +156,7 @@ struct metrics_registry::rows {
 
 metrics_registry::metrics_registry(std::size_t workers, bool tls_listener, const histogram_bounds& durations)
     : tls_listener_(tls_listener), durations_(durations), rows_(std::make_unique<rows>()) {
-  for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker_metrics>());
+  for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<thread_metrics>());
   rows_->routes.emplace_back("unmatched", workers, durations_);
 }
 

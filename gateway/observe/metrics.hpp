@@ -32,7 +32,7 @@ enum class shed_reason : std::uint8_t {
 // reset the connection, or the handshake itself failed (a protocol version, cipher or ALPN refused).
 enum class tls_failure : std::uint8_t { timeout, closed, protocol, count };
 
-class worker_metrics {
+class thread_metrics {
  public:
   void client_disconnect() { bump(disconnects_); }
   void shed(shed_reason why) { bump(shed_[static_cast<std::size_t>(why)]); }
@@ -63,16 +63,16 @@ struct fallback_series;
 class metric_set {
  public:
   // route: index into config.routes, or -1 when no route matched; method as received.
-  void request_done(std::size_t worker, int route, std::string_view method, unsigned status,
+  void request_done(std::size_t thread_index, int route, std::string_view method, unsigned status,
                     clock::duration elapsed) const;
   // `outcome`: the call's outcome_label_index (call_result::label_index()).
-  void call_done(std::size_t worker, std::size_t downstream, std::size_t outcome,
+  void call_done(std::size_t thread_index, std::size_t downstream, std::size_t outcome,
                  clock::duration latency) const;
-  void degraded_response(std::size_t worker, std::size_t route) const;
+  void degraded_response(std::size_t thread_index, std::size_t route) const;
   // A pass-through exchange of `route` moved `request` body bytes to its downstream, `response` back.
-  void proxy_bytes(std::size_t worker, std::size_t route, std::uint64_t request,
+  void proxy_bytes(std::size_t thread_index, std::size_t route, std::uint64_t request,
                    std::uint64_t response) const;
-  void fallback(std::size_t worker, std::size_t route, std::size_t call) const;
+  void fallback(std::size_t thread_index, std::size_t route, std::size_t call) const;
 
  private:
   friend class metrics_registry;
@@ -126,7 +126,7 @@ class metrics_registry {
 
   const histogram_bounds& duration_bounds() const { return durations_; }
 
-  worker_metrics& worker(std::size_t i) { return *workers_[i]; }
+  thread_metrics& of_thread(std::size_t i) { return *workers_[i]; }
 
   // The rows of `config`'s routes, calls and downstreams, made where missing. Thread-safe. Throws
   // std::runtime_error when that would exceed max_series.
@@ -140,7 +140,7 @@ class metrics_registry {
 
  private:
   struct rows;
-  std::vector<std::unique_ptr<worker_metrics>> workers_;
+  std::vector<std::unique_ptr<thread_metrics>> workers_;
   bool tls_listener_;
   histogram_bounds durations_;  // the rows' histograms point at it
   std::unique_ptr<rows> rows_;

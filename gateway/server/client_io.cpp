@@ -221,7 +221,7 @@ void client_io::arm_timer() {
     if (self.timer_job_ == timer_job::wait_end) self.timer_job_ = timer_job::none;
     if (!self.wake_.waiting()) return;  // a request is being handled; the next wait sets it again
     if (clock::now() < self.wait_until_) return self.arm_timer();
-    self.wake_.resume_now();  // timed out; last: the connection may end (the handler holds only `alive`)
+    self.wake_.notify();  // timed out
   });
 }
 
@@ -238,7 +238,7 @@ void client_io::on_readable(const error_code& ec) {
     readiness_.wait(*this);
   }
   if (wake_.waiting()) {
-    wake_.resume_now();  // last, in a completion: the resumed coroutine may end the connection
+    wake_.notify();
   } else if (watched && !ec) {
     check_peer();
   }

@@ -11,7 +11,7 @@ namespace {
 constexpr auto period = std::chrono::milliseconds(100);
 }  // namespace
 
-void heartbeat::start(worker_metrics& metrics, const server_state& state) {
+void heartbeat::start(thread_metrics& metrics, const server_state& state) {
   net::spawn(
       timer_.get_executor(),
       [this, &metrics, &state](net::yield_context yield) {

@@ -19,7 +19,7 @@ class heartbeat {
 
   // Spawns the beating coroutine on the timer's I/O thread; it ends once the phase has reached stopping
   // and the timer is cancelled (stop()).
-  void start(worker_metrics& metrics, const server_state& state);
+  void start(thread_metrics& metrics, const server_state& state);
   void stop() { timer_.cancel(); }  // on the timer's I/O thread
 
   // The last beat; read from any thread.

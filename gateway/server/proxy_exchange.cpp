@@ -240,7 +240,7 @@ void exchange<Io>::count(call_outcome outcome, call_error kind) {
   if (std::exchange(counted_, true)) return;
   counted_outcome_ = outcome;
   counted_error_ = kind;
-  series_.call_done(ctx_.worker, settings_.downstream_index, outcome_label_index(outcome, kind),
+  series_.call_done(ctx_.thread_index, settings_.downstream_index, outcome_label_index(outcome, kind),
                     clock::now() - started_);
 }
 
@@ -387,7 +387,7 @@ std::unique_ptr<proxy_link> exchange<Io>::connect(bool fresh, proxy_result& resu
       settings_.connect_timeout.count() > 0 ? settings_.connect_timeout : to_.connect_timeout;
   lease_failure why;
   const auto ready_by = std::min(clock::now() + connect_timeout, due_);  // the upload's time includes it
-  auto link = target_.lease({ctx_.worker, ready_by, &cancel_, fresh}, yield_, why);
+  auto link = target_.lease({ctx_.thread_index, ready_by, &cancel_, fresh}, yield_, why);
   if (!link) {
     using enum lease_failure::kind;
     fail(result,

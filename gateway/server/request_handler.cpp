@@ -235,11 +235,11 @@ outbound_response request_handler::refuse_body(const request_route& route, std::
 }
 
 outbound_response request_handler::handle(const inbound_request& request, const request_route& route,
-                                          std::size_t worker, request_control& control,
+                                          std::size_t thread_index, request_control& control,
                                           boost::asio::yield_context yield) const {
   std::string request_id = make_request_id(request.request_id);
   if (request.method == "OPTIONS") return options(request, route.found, std::move(request_id));
-  auto r = route_request(request, route.found, std::move(request_id), worker, control, yield);
+  auto r = route_request(request, route.found, std::move(request_id), thread_index, control, yield);
   if (r.route >= 0) {
     if (const auto& cors = config_.routes[static_cast<std::size_t>(r.route)].cors)
       r.fields += cors_answer_fields(*cors, client_field(request, "origin"));
@@ -368,7 +368,7 @@ outbound_response decided_answer(const route_settings& route, std::vector<call_r
 }  // namespace
 
 outbound_response request_handler::route_request(const inbound_request& request, const route_lookup& found,
-                                                 std::string request_id, std::size_t worker,
+                                                 std::string request_id, std::size_t thread_index,
                                                  request_control& control,
                                                  boost::asio::yield_context yield) const {
   try {
@@ -396,9 +396,9 @@ outbound_response request_handler::route_request(const inbound_request& request,
     call_headers headers;  // outlives the fan-out, whose calls point into it
     if (request.headers != nullptr)
       fr.headers = headers.render(route, config_.server.forwarded, *request.headers, request.origin);
-    fr.worker = worker;
+    fr.thread_index = thread_index;
     fr.stack_size = config_.server.stack_bytes();
-    fr.metrics = &metrics_.worker(worker);
+    fr.metrics = &metrics_.of_thread(thread_index);
     fr.series = &series_;
     calls_trace traced;
     if (request.trace != nullptr) traced.begin(*request.trace, route, fr);
@@ -409,7 +409,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     auto results = calls.run(fr, yield);
     control.detach();
     if (request.trace != nullptr) traced.end(*request.trace, config_, route, targets_[found.index], results);
-    return answer_of(request, found.index, results, std::move(request_id), worker, control);
+    return answer_of(request, found.index, results, std::move(request_id), thread_index, control);
   } catch (const std::bad_alloc&) {
     // Out of memory or of stack mappings while starting calls (the fan-out has joined those it
     // started): this request is shed, the process lives.
@@ -425,7 +425,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
 
 outbound_response request_handler::answer_of(const inbound_request& request, std::size_t index,
                                              std::vector<call_result>& results, std::string request_id,
-                                             std::size_t worker, const request_control& control) const {
+                                             std::size_t thread_index, const request_control& control) const {
   const auto& route = config_.routes[index];
   for (std::size_t i = 0; i < route.calls.size(); ++i) {
     if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(route, results, i))
@@ -446,10 +446,10 @@ outbound_response request_handler::answer_of(const inbound_request& request, std
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
       if (results[i].ok()) continue;
       degraded = true;
-      series_.fallback(worker, index, i);
+      series_.fallback(thread_index, index, i);
     }
     if (degraded) {
-      series_.degraded_response(worker, index);
+      series_.degraded_response(thread_index, index);
       if (recent_ != nullptr) recent_->record(request_id, route, results);
     }
   }

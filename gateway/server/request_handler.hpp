@@ -103,8 +103,9 @@ class request_handler {
   request_route classify(std::string_view method, std::string_view target) const;
   // Answers an aggregate request or a refusal of `route` (classify's, for this request's method and
   // target). OPTIONS is answered here (a CORS preflight, or the methods of the path), never fanned out.
-  outbound_response handle(const inbound_request& request, const request_route& route, std::size_t worker,
-                           request_control& control, boost::asio::yield_context yield) const;
+  outbound_response handle(const inbound_request& request, const request_route& route,
+                           std::size_t thread_index, request_control& control,
+                           boost::asio::yield_context yield) const;
   // Whether the route takes its body (a call passes it on): read it, else refuse it.
   bool takes_body(const request_route& route) const {
     return route.kind == request_kind::aggregate && config_.routes[route.found.index].takes_body;
@@ -118,13 +119,13 @@ class request_handler {
 
  private:
   outbound_response route_request(const inbound_request& request, const route_lookup& found,
-                                  std::string request_id, std::size_t worker, request_control& control,
+                                  std::string request_id, std::size_t thread_index, request_control& control,
                                   boost::asio::yield_context yield) const;
   // The answer from the calls' results: a call's passed answer, a required call's failure, else the merge
   // (degraded calls counted and logged).
   outbound_response answer_of(const inbound_request& request, std::size_t index,
-                              std::vector<call_result>& results, std::string request_id, std::size_t worker,
-                              const request_control& control) const;
+                              std::vector<call_result>& results, std::string request_id,
+                              std::size_t thread_index, const request_control& control) const;
   outbound_response options(const inbound_request& request, const route_lookup& found,
                             std::string request_id) const;
 

@@ -47,7 +47,7 @@ namespace net = boost::asio;
 
 namespace {
 
-struct worker {
+struct io_thread_state {  // one I/O thread: its io_context and what lives on it
   // Each socket is used by its own thread only (see acceptor): no reactor I/O locks. Other threads
   // still post to it (SQLite results, the hand-off of a connection, stop), so the scheduler keeps its lock.
   net::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
@@ -91,13 +91,13 @@ void warn_uncovered_deadlines(const gateway_config& cfg, const histogram_bounds&
 }  // namespace
 
 // Owns everything the process runs; members are destroyed in reverse order, so whatever holds a timer
-// or a socket of an I/O thread comes after `workers`.
+// or a socket of an I/O thread comes after `io_thread_states`.
 struct server::impl {
   gateway_config config;  // as started: the sections only a restart changes come from here
   server_state state;
   // What new requests run on, on every I/O thread (see config_generation.hpp).
   std::atomic<std::shared_ptr<const config_generation>> current;
-  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<std::unique_ptr<io_thread_state>> io_thread_states;
   std::vector<net::io_context*> iocs;
   host_resolver resolver;  // its thread stops after the downstreams that share its addresses
   // Every downstream built since the start (see config_generation.hpp), and those no generation uses
@@ -240,8 +240,8 @@ void server::impl::close_retired() {
     });
   }
   if (closing.empty() || state.stopping) return;
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    net::post(workers[i]->ioc, [closing, i] {
+  for (std::size_t i = 0; i < io_thread_states.size(); ++i) {
+    net::post(io_thread_states[i]->ioc, [closing, i] {
       for (const auto& d : closing) d->object->close_idle(i);
     });
   }
@@ -346,7 +346,7 @@ reload_report server::impl::reload() {
 void server::impl::close_listener() {
   listener->close();
   admin->stop_accepting();
-  for (auto& w : workers) {
+  for (auto& w : io_thread_states) {
     net::post(w->ioc, [&w = *w] {
       w.sessions.close_idle(false);
       w.fresh_grace.expires_after(drain_idle_grace);
@@ -360,12 +360,12 @@ void server::impl::close_listener() {
 void server::impl::stop() {
   if (state.advance(server_phase::stopping) == server_phase::stopping) return;
   admin->stop();
-  net::post(workers.front()->ioc, [this] {
+  net::post(io_thread_states.front()->ioc, [this] {
     listener->close();
     drain->cancel();
   });
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    auto& w = *workers[i];
+  for (std::size_t i = 0; i < io_thread_states.size(); ++i) {
+    auto& w = *io_thread_states[i];
     net::post(w.ioc, [this, &w, i] {
       w.beat.stop();
       w.fresh_grace.cancel();
@@ -392,8 +392,8 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   unsigned threads = cfg.server.threads;
   if (threads == 0) threads = usable_cpus();
   for (unsigned i = 0; i < threads; ++i) {
-    impl_->workers.push_back(std::make_unique<worker>());
-    impl_->iocs.push_back(&impl_->workers.back()->ioc);
+    impl_->io_thread_states.push_back(std::make_unique<io_thread_state>());
+    impl_->iocs.push_back(&impl_->io_thread_states.back()->ioc);
   }
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled, duration_bounds(cfg));
   warn_uncovered_deadlines(cfg, impl_->metrics->duration_bounds());
@@ -418,15 +418,15 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   }
   std::vector<acceptor::io_thread> io_threads;
   for (std::size_t i = 0; i < threads; ++i) {
-    auto& w = *impl_->workers[i];
+    auto& w = *impl_->io_thread_states[i];
     io_threads.push_back({&w.ioc,
-                          {&impl_->current, &cfg, &w.sessions, &impl_->state, &impl_->metrics->worker(i),
+                          {&impl_->current, &cfg, &w.sessions, &impl_->state, &impl_->metrics->of_thread(i),
                            impl_->log.get(), i, impl_->certificates.get(), impl_->tracing.get()}});
     impl_->admin_view.heartbeats.push_back(&w.beat);
   }
   impl_->listener = std::make_unique<acceptor>(cfg, impl_->state, std::move(io_threads));
   impl_->drain = std::make_unique<graceful_drain>(
-      impl_->workers.front()->ioc, cfg.shutdown, impl_->state, [this] { impl_->close_listener(); },
+      impl_->io_thread_states.front()->ioc, cfg.shutdown, impl_->state, [this] { impl_->close_listener(); },
       [this] { impl_->stop(); });
 
   auto& view = impl_->admin_view;
@@ -471,14 +471,14 @@ net::ip::tcp::endpoint server::admin_endpoint() const {
 }
 
 std::size_t server::threads() const {
-  return impl_->workers.size();
+  return impl_->io_thread_states.size();
 }
 
 void server::run(const std::function<void()>& on_started) {
   impl_->listener->start();
   if (impl_->certificates) impl_->certificates->start();
-  for (std::size_t i = 0; i < impl_->workers.size(); ++i)
-    impl_->workers[i]->beat.start(impl_->metrics->worker(i), impl_->state);
+  for (std::size_t i = 0; i < impl_->io_thread_states.size(); ++i)
+    impl_->io_thread_states[i]->beat.start(impl_->metrics->of_thread(i), impl_->state);
   // The listener has been listening since construction; the accept loop is queued. (A drain or a stop
   // called before is not undone.)
   impl_->state.advance(server_phase::serving);
@@ -496,14 +496,14 @@ void server::run(const std::function<void()>& on_started) {
   }
   if (on_started) on_started();
   std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < impl_->workers.size(); ++i) {
+  for (std::size_t i = 1; i < impl_->io_thread_states.size(); ++i) {
     threads.emplace_back([this, i] {
       mark_io_thread();
-      impl_->workers[i]->ioc.run();
+      impl_->io_thread_states[i]->ioc.run();
     });
   }
   mark_io_thread();
-  impl_->workers.front()->ioc.run();
+  impl_->io_thread_states.front()->ioc.run();
   for (auto& t : threads) t.join();
   // The spans of the last requests go out now, within a bound (a hung collector costs only them).
   if (impl_->tracing) impl_->tracing->shutdown(clock::now() + std::chrono::seconds(2));

@@ -20,7 +20,7 @@
 // (`io_`) and the socket are run_session's, and outlive the connection object.
 //
 // Wake-ups (docs/ARCHITECTURE.md, "Wake-ups and cancellation"): this coroutine is resumed only by the
-// completions of its own waits (reads, writes, the fan-out's direct_wake, the proxy link). Two things may
+// completions of its own waits (reads, writes, the fan-out's wake_event, the proxy link). Two things may
 // act on it from outside, and both only cancel: the peer watch (io_.watch_peer) and the session registry
 // (drain, shutdown) call `control_.cancel()`, which asks the fan-out or the exchange's cancel_source to
 // stop; neither resumes this coroutine inline, which goes on later from the queue. No step resumes
@@ -390,7 +390,7 @@ class connection {
       return written && keep_alive;
     }
     io_.watch_peer([this] { control_.cancel(cancel_reason::client_gone); });
-    auto response = handler().handle(in, step.route, ctx_.worker, control_, yield_);
+    auto response = handler().handle(in, step.route, ctx_.thread_index, control_, yield_);
     io_.stop_watch();
     ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     if (io_.peer_closed() || control_.reason() == cancel_reason::client_gone) {
@@ -459,8 +459,8 @@ class connection {
     auto result = run_proxy(io_, parser, *generation_, route, ctx_, {peer_.address, peer_.trusted, tls},
                             control_, trace_ ? &*trace_ : nullptr, yield_);
     ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
-    generation_->metrics.proxy_bytes(ctx_.worker, static_cast<std::size_t>(route), result.uploaded_bytes,
-                                     result.sent_bytes);
+    generation_->metrics.proxy_bytes(ctx_.thread_index, static_cast<std::size_t>(route),
+                                     result.uploaded_bytes, result.sent_bytes);
     body_unread_ = result.body_unread;
     auto& r = result.answer;
     if (r.status != 0 && !send(r, false, method == "HEAD")) result.status = 499;
@@ -509,7 +509,7 @@ class connection {
       end_trace(*trace_, r, method, *generation_, *ctx_.tracing);
     }
     trace_.reset();
-    generation_->metrics.request_done(ctx_.worker, r.route, method, r.status, elapsed);
+    generation_->metrics.request_done(ctx_.thread_index, r.route, method, r.status, elapsed);
     if (ctx_.log) log_access(r, method, elapsed, bytes);
   }
 
@@ -533,7 +533,7 @@ class connection {
       e.calls = r.calls;
       e.calls_of = route;
     }
-    ctx_.log->write(ctx_.worker, e);
+    ctx_.log->write(ctx_.thread_index, e);
   }
 
   // What the request's head says, when it was read: target, user agent, trace and forwarded client.

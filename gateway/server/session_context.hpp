@@ -28,9 +28,9 @@ struct session_context {
   const gateway_config* config = nullptr;
   session_registry* registry = nullptr;  // the connection's I/O thread's
   server_state* state = nullptr;
-  worker_metrics* metrics = nullptr;    // the connection's I/O thread's
+  thread_metrics* metrics = nullptr;    // the connection's I/O thread's
   access_log* log = nullptr;            // null when access logging is off
-  std::size_t worker = 0;               // the index of the connection's I/O thread
+  std::size_t thread_index = 0;         // the index of the connection's I/O thread
   certificate_reloader* tls = nullptr;  // the listener's TLS (server.tls); null: plain TCP
   tracer* tracing = nullptr;            // null when tracing is off
 };

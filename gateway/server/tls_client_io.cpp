@@ -1,7 +1,7 @@
 #include "gateway/server/tls_client_io.hpp"
 #include "gateway/server/request_framing.hpp"
 
-#include "gateway/runtime/direct_wake.hpp"
+#include "gateway/runtime/wake_event.hpp"
 
 #include <openssl/ssl.h>
 #include <boost/asio/ssl/error.hpp>
@@ -52,7 +52,7 @@ struct tls_client_io::connection : std::enable_shared_from_this<connection> {
   ssl::stream<net::ip::tcp::socket&> stream;
   boost::beast::flat_buffer buffer;  // touched only while no read is in flight (the read fills its tail)
   net::steady_timer timer;           // a wait's end, or a handshake's or a write's timeout
-  direct_wake wake;                  // the coroutine waiting for the read in flight
+  wake_event wake;                  // the coroutine waiting for the read in flight
   bool reading = false;              // a read is in flight
   bool read_done = false;            // a read has completed and its result (read_ec) is not taken yet
   error_code read_ec;
@@ -86,8 +86,7 @@ struct tls_client_io::connection : std::enable_shared_from_this<connection> {
       peer_gone = true;
       if (auto cb = std::exchange(on_close, nullptr)) cb();
     }
-    // Last: the resumed coroutine may end the connection; this handler's `self` keeps the state alive.
-    if (wake.waiting()) wake.resume_now();
+    if (wake.waiting()) wake.notify();
   }
 
   // Sets the timer for the current wait, handshake or write; at `until` it ends a wait, or (`cancel`)
@@ -105,7 +104,7 @@ struct tls_client_io::connection : std::enable_shared_from_this<connection> {
         error_code ignored;
         self->stream.next_layer().cancel(ignored);
       } else if (self->wake.waiting()) {
-        self->wake.resume_now();  // last; `self` keeps the state alive
+        self->wake.notify();
       }
     });
   }

@@ -1,7 +1,7 @@
-// direct_wake on a real io_context: who resumes a waiting coroutine and when, and that a waiting coroutine
+// wake_event on a real io_context: who resumes a waiting coroutine and when, and that a waiting coroutine
 // keeps the io_context running until it is woken.
 
-#include "gateway/runtime/direct_wake.hpp"
+#include "gateway/runtime/wake_event.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -22,10 +22,10 @@ void rethrow(std::exception_ptr e) {
   if (e) std::rethrow_exception(e);
 }
 
-// The order of events when a posted handler wakes a waiting coroutine with `wake` (resume_now or notify).
-std::string wake_trace(void (direct_wake::*wake)()) {
+// The order of events when a posted handler wakes a waiting coroutine with `wake`.
+std::string wake_trace(void (wake_event::*wake)()) {
   net::io_context ioc{1};
-  direct_wake w;
+  wake_event w;
   std::string trace;
   net::spawn(
       ioc,
@@ -48,19 +48,15 @@ std::string wake_trace(void (direct_wake::*wake)()) {
 
 }  // namespace
 
-TEST_CASE("direct_wake: resume_now resumes the waiting coroutine inside the call") {
-  CHECK(wake_trace(&direct_wake::resume_now) == "wait wake resumed returned ");
-}
-
 // notify() is for callers that go on touching their own state: the woken coroutine must not run (and
 // possibly end, freeing that state) before the caller has returned.
-TEST_CASE("direct_wake: notify resumes the waiting coroutine only after the caller has returned") {
-  CHECK(wake_trace(&direct_wake::notify) == "wait wake returned resumed ");
+TEST_CASE("wake_event: notify resumes the waiting coroutine only after the caller has returned") {
+  CHECK(wake_trace(&wake_event::notify) == "wait wake returned resumed ");
 }
 
-TEST_CASE("direct_wake: a notify before the wait makes the wait return at once") {
+TEST_CASE("wake_event: a notify before the wait makes the wait return at once") {
   net::io_context ioc{1};
-  direct_wake wake;
+  wake_event wake;
   int resumed = 0;
   net::spawn(
       ioc,
@@ -74,9 +70,9 @@ TEST_CASE("direct_wake: a notify before the wait makes the wait return at once")
   CHECK(resumed == 1);
 }
 
-TEST_CASE("direct_wake: a waiting coroutine keeps run() going until it is notified") {
+TEST_CASE("wake_event: a waiting coroutine keeps run() going until it is notified") {
   net::io_context ioc{1};
-  direct_wake wake;
+  wake_event wake;
   bool resumed = false;
   net::spawn(
       ioc,
