@@ -15,9 +15,9 @@
 // the watch quietly. Everything runs on the socket's executor; cancelling the socket (drain, shutdown)
 // ends a wait at once.
 
-#include "gateway/runtime/wake_event.hpp"
 #include "gateway/runtime/duration.hpp"
 #include "gateway/runtime/read_readiness.hpp"
+#include "gateway/runtime/wake_event.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/spawn.hpp>
@@ -118,7 +118,7 @@ class client_io final : read_readiness::listener {
   boost::beast::flat_buffer buffer_;
   read_readiness readiness_;
   boost::asio::steady_timer timer_;  // a wait's end (idle, header timeout), or a write's timeout
-  wake_event wake_;  // the coroutine in wait_readable(); waiting() while it is suspended there
+  wake_event wake_;   // the coroutine in wait_readable(); waiting() while it is suspended there
   const bool exact_;  // reads report an end of stream left behind (TCP_INQ); else a peek checks
   state state_ = state::unread;
   timer_job timer_job_ = timer_job::none;

@@ -52,7 +52,7 @@ struct tls_client_io::connection : std::enable_shared_from_this<connection> {
   ssl::stream<net::ip::tcp::socket&> stream;
   boost::beast::flat_buffer buffer;  // touched only while no read is in flight (the read fills its tail)
   net::steady_timer timer;           // a wait's end, or a handshake's or a write's timeout
-  wake_event wake;                  // the coroutine waiting for the read in flight
+  wake_event wake;                   // the coroutine waiting for the read in flight
   bool reading = false;              // a read is in flight
   bool read_done = false;            // a read has completed and its result (read_ec) is not taken yet
   error_code read_ec;

@@ -1,8 +1,8 @@
 #include "gateway/sql/sqlite_downstream.hpp"
 
 #include "gateway/codec/json_text.hpp"
-#include "gateway/runtime/wake_event.hpp"
 #include "gateway/runtime/io_thread.hpp"
+#include "gateway/runtime/wake_event.hpp"
 
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
@@ -37,7 +37,7 @@ struct sqlite_downstream::connection {
 struct sqlite_downstream::job {
   explicit job(const net::any_io_executor& ex) : executor(ex) {}
   net::any_io_executor executor;  // the coroutine's: the result is posted back there
-  wake_event wake;               // touched only on the coroutine's executor
+  wake_event wake;                // touched only on the coroutine's executor
   bool done = false;              // idem
   std::uint64_t id = 0;
   std::size_t slot = 0;

@@ -79,7 +79,7 @@ TEST_CASE("routing: a catch-all passes its segments on, dot segments are resolve
   // The target is made canonical first (codec/request_target.hpp): ".." cannot climb out of the route's
   // prefix, whatever its encoding; it only names another path, matched as such.
   CHECK(http_get(gw.port(), "/files/../x").status == 404);  // "/x": no route
-  r = http_get(gw.port(), "/files/a/%2e%2e/x");              // "/files/x"
+  r = http_get(gw.port(), "/files/a/%2e%2e/x");             // "/files/x"
   REQUIRE(r.status == 200);
   CHECK(r.json()["store"]["degraded"] == false);
   CHECK(http_get(gw.port(), "/files/a%2Fb").status == 400);  // an encoded '/' is refused
