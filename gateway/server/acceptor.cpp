@@ -129,7 +129,7 @@ void acceptor::accept_loop(net::yield_context yield) {
   net::steady_timer backoff(yield.get_executor());
   error_code ec;
   listener_.non_blocking(true, ec);
-  while (!state_.closing && listener_.is_open()) {  // (closing: stopping too)
+  while (!state_.closing() && listener_.is_open()) {  // (closing: stopping too)
     sockaddr_storage peer{};
     socklen_t peer_size = sizeof peer;
     const int fd = ::accept4(listener_.native_handle(), reinterpret_cast<sockaddr*>(&peer), &peer_size,
@@ -147,12 +147,12 @@ void acceptor::accept_loop(net::yield_context yield) {
       if (ec == net::error::operation_aborted) return;  // the listener closed
       continue;
     }
-    if (state_.stopping) {
+    if (state_.stopping()) {
       ::close(fd);
       return;
     }
     admit(fd, peer);
-    if (state_.closing) return;
+    if (state_.closing()) return;
     // Let what is queued on this thread run before the next accept, as one accept per wake-up would:
     // taking a whole backlog at once starts every new client's downstream connects in one burst, and a
     // downstream's SYN backlog overflows sooner (connects then wait for the SYN to be sent again).

@@ -19,15 +19,15 @@ constexpr const char* text = "text/plain; charset=utf-8";
 admin_reply livez(const admin_sources& from) {
   const auto now = clock::now();
   for (std::size_t i = 0; i < from.heartbeats.size(); ++i) {
-    if (!from.state->stopping && now - from.heartbeats[i]->last() > from.stall_threshold)
+    if (!from.state->stopping() && now - from.heartbeats[i]->last() > from.stall_threshold)
       return {503, text, "I/O thread " + std::to_string(i) + " is stuck\n"};
   }
   return {200, text, "ok\n"};
 }
 
 admin_reply readyz(const admin_sources& from, const config_generation& current) {
-  if (!from.state->started) return {503, text, "starting\n"};
-  if (from.state->draining) return {503, text, "draining\n"};  // or stopping
+  if (!from.state->started()) return {503, text, "starting\n"};
+  if (from.state->draining()) return {503, text, "draining\n"};  // or stopping
   for (const auto* d : current.databases) {
     if (!d->ready()) return {503, text, "database '" + d->name() + "' not connected\n"};
   }
@@ -82,7 +82,7 @@ admin_reply answer_path(const admin_request& request, const admin_sources& from,
   if (request.method != "GET") return {405, text, "method not allowed\n", "GET, HEAD"};
   if (path == "/livez") return livez(from);
   if (path == "/startupz")
-    return from.state->started ? admin_reply{200, text, "ok\n"} : admin_reply{503, text, "starting\n"};
+    return from.state->started() ? admin_reply{200, text, "ok\n"} : admin_reply{503, text, "starting\n"};
   if (path == "/readyz") return readyz(from, current);
   if (path == "/metrics") {
     const auto* reloads = from.reloads;

@@ -29,13 +29,13 @@ void graceful_drain::begin() {
     // The shutdown timeout counts from the signal; it cancels whatever is still running.
     shutdown_timer_.expires_after(settings_.timeout);
     shutdown_timer_.async_wait([this](error_code ec) {
-      if (ec || state_.stopping) return;
+      if (ec || state_.stopping()) return;
       spdlog::warn("drain: shutdown timeout; cancelling {} requests still in flight", state_.inflight.load());
       stop_();
     });
     drain_timer_.expires_after(settings_.drain_delay);
     drain_timer_.async_wait([this](error_code ec) {
-      if (!ec && !state_.stopping) close_listener();
+      if (!ec && !state_.stopping()) close_listener();
     });
   });
 }
@@ -61,7 +61,7 @@ void graceful_drain::wait_for_connections() {
   }
   drain_timer_.expires_after(std::chrono::milliseconds(20));
   drain_timer_.async_wait([this](error_code ec) {
-    if (!ec && !state_.stopping) wait_for_connections();
+    if (!ec && !state_.stopping()) wait_for_connections();
   });
 }
 

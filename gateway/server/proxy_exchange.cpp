@@ -735,7 +735,7 @@ typename exchange<Io>::relayed exchange<Io>::relay_answer(proxy_link& link,
   const auto length = parser->content_length();
   const bool to_end = !bodiless && !length && !parser->chunked();  // ends with the connection
   const bool chunk_out = !bodiless && !length && req.version() >= 11;
-  const bool keep_alive = req.keep_alive() && request_whole && !ctx_.state->closing &&
+  const bool keep_alive = req.keep_alive() && request_whole && !ctx_.state->closing() &&
                           (bodiless || length || chunk_out) &&
                           !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
   client_answer out{client_head(parser->get(), bodiless, length, chunk_out, keep_alive),

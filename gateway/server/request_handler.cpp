@@ -199,13 +199,6 @@ request_route request_handler::classify(std::string_view method, std::string_vie
 
 namespace {
 
-// Status 0: no answer decided (yet).
-outbound_response no_answer() {
-  outbound_response r;
-  r.status = 0;
-  return r;
-}
-
 // 404, or 405 counted and logged under the route whose path matched; status 0 when a route was found.
 // `request_id` is taken only for a refusal.
 outbound_response unrouted(const route_lookup& found, std::string& request_id) {

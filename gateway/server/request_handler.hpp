@@ -53,6 +53,13 @@ struct outbound_response {
   bool passed = false;
 };
 
+// Status 0: no answer decided (yet).
+inline outbound_response no_answer() {
+  outbound_response r;
+  r.status = 0;
+  return r;
+}
+
 // Lets the connection cancel the request currently being handled (client gone, shutdown).
 // A pass-through exchange is cancelled through its cancel_source instead of a fan-out.
 class request_control {

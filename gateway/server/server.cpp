@@ -239,7 +239,7 @@ void server::impl::close_retired() {
       return true;
     });
   }
-  if (closing.empty() || state.stopping) return;
+  if (closing.empty() || state.stopping()) return;
   for (std::size_t i = 0; i < io_thread_states.size(); ++i) {
     net::post(io_thread_states[i]->ioc, [closing, i] {
       for (const auto& d : closing) d->object->close_idle(i);
@@ -253,7 +253,7 @@ void server::impl::close_retired() {
 // changed (cert-manager rotated a client certificate or a CA) is built anew by a reload.
 void server::impl::check_tls_files() {
   const auto now = clock::now();
-  if (now - tls_checked < std::chrono::seconds(5) || state.draining) return;
+  if (now - tls_checked < std::chrono::seconds(5) || state.draining()) return;
   tls_checked = now;
   std::string digests;
   const auto changed = tls_files_changed(*current.load(), digests);
@@ -273,7 +273,7 @@ reload_report server::impl::reload() {
   // file back at the running values (or the process restarts).
   report.restart_required = restart_change_keys(running->restart_pending);
   const auto& path = config.source;
-  if (state.draining) {  // or stopping
+  if (state.draining()) {  // or stopping
     report.errors.push_back("the gateway is shutting down: no reload");
     return report;
   }
@@ -487,7 +487,7 @@ void server::run(const std::function<void()>& on_started) {
     impl_->watch = std::make_unique<housekeeping>(
         impl_->config.source, impl_->config.server.watch_config,
         [this] {
-          if (!impl_->state.draining) impl_->reload();
+          if (!impl_->state.draining()) impl_->reload();
         },
         [this] {
           impl_->close_retired();

@@ -22,21 +22,6 @@ enum class server_phase : std::uint8_t {
 };
 
 struct server_state {
-  // True once the phase has reached `at`; once true, it stays true. Read as a flag: `if (state.stopping)`.
-  class reached {
-   public:
-    constexpr reached(const std::atomic<server_phase>& phase, server_phase at) : phase_(phase), at_(at) {}
-    explicit operator bool() const { return phase_.load() >= at_; }
-
-   private:
-    const std::atomic<server_phase>& phase_;  // the server_state's own
-    server_phase at_;
-  };
-
-  server_state() = default;
-  server_state(const server_state&) = delete;  // the readers refer to this one's phase
-  server_state& operator=(const server_state&) = delete;
-
   server_phase phase() const { return phase_.load(); }
   // Moves the phase forward to `next`, unless it is there or beyond already; returns the phase it found
   // (before `next`: this call moved it; else somebody got there first). Thread-safe.
@@ -47,12 +32,13 @@ struct server_state {
     return now;
   }
 
-  std::atomic<std::size_t> inflight{0};                    // requests being handled
-  std::atomic<std::size_t> connections{0};                 // open client connections
-  const reached started{phase_, server_phase::serving};    // from serving on: /startupz answers 200
-  const reached draining{phase_, server_phase::draining};  // from draining on: /readyz answers 503
-  const reached closing{phase_, server_phase::closing};    // from closing on: the listener has closed
-  const reached stopping{phase_, server_phase::stopping};  // everything is being cancelled
+  std::atomic<std::size_t> inflight{0};     // requests being handled
+  std::atomic<std::size_t> connections{0};  // open client connections
+  // Whether the phase has reached ...; once true, each stays true.
+  bool started() const { return phase_.load() >= server_phase::serving; }    // /startupz answers 200
+  bool draining() const { return phase_.load() >= server_phase::draining; }  // /readyz answers 503
+  bool closing() const { return phase_.load() >= server_phase::closing; }    // the listener has closed
+  bool stopping() const { return phase_.load() >= server_phase::stopping; }  // everything is cancelled
 
  private:
   std::atomic<server_phase> phase_{server_phase::starting};

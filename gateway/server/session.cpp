@@ -114,11 +114,7 @@ std::string_view list_header(const http::request<http::string_body>& req, key na
 // request of their own: the caller answers and closes.
 outbound_response framing_refusal(const http::request<http::string_body>& req) {
   const auto status = transfer_coding_status(req);
-  if (status == 0) {
-    outbound_response none;
-    none.status = 0;
-    return none;
-  }
+  if (status == 0) return no_answer();
   return error_response(status,
                         status == 400 ? "transfer coding not chunked: request length unknown"
                                       : "transfer coding not implemented",
@@ -305,7 +301,7 @@ class connection {
     // connects and sends nothing must not hold a connection slot for the whole idle_timeout.
     auto idle = first_request_ ? std::min<clock::duration>(limits_.idle_timeout, limits_.header_timeout)
                                : clock::duration(limits_.idle_timeout);
-    if (ctx_.state->closing) idle = std::min<clock::duration>(idle, drain_idle_grace);
+    if (ctx_.state->closing()) idle = std::min<clock::duration>(idle, drain_idle_grace);
     first_request_ = false;
     auto read = io_.read_request(parser, clock::now() + idle, limits_.header_timeout, arriving_, yield_);
     listed_.set_idle(false);
@@ -384,7 +380,7 @@ class connection {
     const auto in = inbound_of(req, fields, step);
     const bool head_only = step.method == "HEAD";
     if (auto r = shed(step.route.index(), in.request_id)) {
-      const bool keep_alive = req.keep_alive() && !ctx_.state->closing;
+      const bool keep_alive = req.keep_alive() && !ctx_.state->closing();
       const bool written = send(*r, keep_alive, head_only);
       finish(*r, step.method, step.started);
       return written && keep_alive;
@@ -428,7 +424,7 @@ class connection {
                const request_step& step, bool head_only) {
     // An HTTP/1.0 request with Transfer-Encoding has faulty framing: answered, then closed (RFC 9112 6.1).
     const bool keep_alive = req.keep_alive() && control_.reason() == cancel_reason::none &&
-                            !ctx_.state->closing &&
+                            !ctx_.state->closing() &&
                             !(req.version() < 11 && req.count(http::field::transfer_encoding) != 0);
     const bool written = send(response, keep_alive, head_only);
     finish(response, step.method, step.started);
@@ -584,7 +580,7 @@ class connection {
       socket_.shutdown(net::ip::tcp::socket::shutdown_send, ec);
       if (body_unread_) {
         listed_.set_idle(true);  // nothing more is owed to it: a drain closes it at once
-        io_.linger(ctx_.state->closing ? drain_idle_grace : linger_time, linger_bytes, yield_);
+        io_.linger(ctx_.state->closing() ? drain_idle_grace : linger_time, linger_bytes, yield_);
       }
       socket_.close(ec);
     }

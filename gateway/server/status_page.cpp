@@ -186,7 +186,7 @@ json process_json(const admin_sources& from, const status_sample& now, const sta
           {"open_fds", p.open_fds},
           {"cpu_seconds", p.cpu_seconds},
           {"uptime_seconds", p.start_time_seconds > 0 ? unix_now() - p.start_time_seconds : 0.0},
-          {"draining", static_cast<bool>(from.state->draining)}};
+          {"draining", from.state->draining()}};
 }
 
 json recent_json(const recent_degraded* recent) {

@@ -19,8 +19,7 @@ struct flags {
 };
 
 flags flags_of(const server_state& s) {
-  return {static_cast<bool>(s.started), static_cast<bool>(s.draining), static_cast<bool>(s.closing),
-          static_cast<bool>(s.stopping)};
+  return {s.started(), s.draining(), s.closing(), s.stopping()};
 }
 
 }  // namespace
