@@ -32,6 +32,7 @@ int check(const std::string& file, bool offline) {
   if (result.config && !offline) result.errors = gateway::check_local_files(*result.config);
   for (const auto& e : result.errors) std::cerr << gateway::format_config_error(file, e) << '\n';
   if (!result.errors.empty()) return 2;
+  for (const auto& w : result.warnings) std::cerr << gateway::format_config_warning(file, w) << '\n';
   std::cout << file << ": ok\n";
   return 0;
 }
@@ -58,6 +59,7 @@ int run(const std::string& file) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   gateway::setup_diagnostic_log(result.config->log.format, result.config->log.level);
+  for (const auto& w : result.warnings) spdlog::warn("{}", gateway::format_config_warning(file, w));
 
   spdlog::info("open-file limit: {}", gateway::raise_open_file_limit());
 

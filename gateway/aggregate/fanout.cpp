@@ -6,9 +6,9 @@
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/share_key.hpp"
 #include "gateway/runtime/memory_budget.hpp"
-#include "gateway/runtime/stack_cache.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/context/protected_fixedsize_stack.hpp>
 
 #include <algorithm>
 #include <cassert>
@@ -284,7 +284,7 @@ void fanout::start_call(std::size_t index) {
   if (target->start(call, *this, index)) return;
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
-      ex_, std::allocator_arg, stack_cache(request.stack_size),
+      ex_, std::allocator_arg, boost::context::protected_fixedsize_stack(request.stack_size),
       [this, index, &request](net::yield_context child) {
         if (request.metrics) request.metrics->coroutine_started();
         call_result result;

@@ -60,7 +60,6 @@ struct server_settings {
   std::vector<ip_network> trusted_proxies;
   unsigned threads = 0;                     // 0 = one per core
   std::size_t coroutine_stack = 64 * 1024;  // bytes per coroutine stack
-  std::size_t stack_cache = 1024;           // freed stacks kept per I/O thread for reuse
   // SO_REUSEPORT on the public and admin listeners: a new process binds the ports while the old one
   // drains (a restart without a gap); both accept during the overlap.
   bool reuse_port = true;

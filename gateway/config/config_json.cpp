@@ -205,7 +205,6 @@ nlohmann::json effective_config_json(const gateway_config& c) {
                  {"reuse_port", c.server.reuse_port},
                  {"watch_config", c.server.watch_config},
                  {"coroutine_stack", c.server.coroutine_stack},
-                 {"stack_cache", c.server.stack_cache},
                  {"forwarded", c.server.forwarded == forwarded_style::x_forwarded ? "x-forwarded"
                                : c.server.forwarded == forwarded_style::forwarded ? "forwarded"
                                                                                   : "none"},

@@ -21,10 +21,11 @@ namespace gateway {
 
 namespace {
 
-gateway_config read_config(const YAML::Node& root, std::vector<config_error>& errors, bool offline) {
+gateway_config read_config(const YAML::Node& root, std::vector<config_error>& errors,
+                           std::vector<config_error>& warnings, bool offline) {
   gateway_config cfg;
   yaml_reader::secret_collector secrets(cfg.secret_values);
-  config_parse_state state{errors, {}, {}, {}, offline};
+  config_parse_state state{errors, warnings, {}, {}, {}, offline};
   yaml_reader top(root, errors, "top level");
   // Keys that belong to a section, written at the top level.
   top.advise("deadline", "deadline is set per route (routes[].deadline)");
@@ -65,7 +66,7 @@ config_load_result load_config_text(std::string_view yaml, const std::string& so
     result.errors.push_back({1, 1, "the configuration must be a YAML mapping"});
     return result;
   }
-  auto cfg = read_config(root, result.errors, options.offline);
+  auto cfg = read_config(root, result.errors, result.warnings, options.offline);
   cfg.source = source_name;
   // In file order: a typo is then reported before the errors it causes further down.
   std::stable_sort(result.errors.begin(), result.errors.end(),
@@ -115,13 +116,17 @@ std::string config_version(std::string_view text) {
 config_load_result load_config_file(const std::string& path, const load_options& options) {
   config_error error;
   const auto text = read_config_text(path, error);
-  if (!text) return {std::nullopt, {error}};
+  if (!text) return {std::nullopt, {error}, {}};
   return load_config_text(*text, path, options);
 }
 
 std::string format_config_error(const std::string& file, const config_error& error) {
   if (error.line == 0) return file + ": " + error.message;
   return file + ":" + std::to_string(error.line) + ":" + std::to_string(error.column) + ": " + error.message;
+}
+
+std::string format_config_warning(const std::string& file, const config_error& warning) {
+  return format_config_error(file, {warning.line, warning.column, "warning: " + warning.message});
 }
 
 }  // namespace gateway

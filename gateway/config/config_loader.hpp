@@ -20,6 +20,9 @@ struct config_error {
 struct config_load_result {
   std::optional<gateway_config> config;
   std::vector<config_error> errors;
+  // Accepted but to be changed by the operator (a retired key): shown by --check and logged at a start
+  // or reload; never a reason to refuse the configuration.
+  std::vector<config_error> warnings;
 };
 
 struct load_options {
@@ -37,7 +40,8 @@ std::optional<std::string> read_config_text(const std::string& path, config_erro
 // A version that names a configuration's text: the first 16 hex digits of its SHA-256.
 std::string config_version(std::string_view text);
 
-// "FILE:LINE:COL: message"
+// "FILE:LINE:COL: message"; format_config_warning: "FILE:LINE:COL: warning: message"
 std::string format_config_error(const std::string& file, const config_error& error);
+std::string format_config_warning(const std::string& file, const config_error& warning);
 
 }  // namespace gateway

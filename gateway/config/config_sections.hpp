@@ -22,6 +22,7 @@ namespace gateway {
 // What the readers share while one configuration loads.
 struct config_parse_state {
   std::vector<config_error>& errors;
+  std::vector<config_error>& warnings;  // config_load_result::warnings
   // Where values checked against other sections were written (unset: not written, the default applies).
   std::optional<YAML::Mark> server_listen_at;
   std::optional<YAML::Mark> admin_listen_at;

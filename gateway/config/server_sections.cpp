@@ -60,6 +60,16 @@ void read_listener_tls(config_parse_state& state, const YAML::Node& node, listen
   if (!t.context) r.error_at(why.key, why.message);
 }
 
+// server.stack_cache (freed stacks kept per thread) is retired: a stack is now Boost.Context's
+// protected_fixedsize_stack, unmapped when its coroutine ends. A configuration that sets it still loads.
+void read_retired_stack_cache(config_parse_state& state, yaml_reader& r) {
+  std::size_t ignored = 0;
+  if (!r.size("stack_cache", ignored, 0, 65536)) return;
+  yaml_reader::report(state.warnings, *r.mark_of("stack_cache"),
+                      "server.stack_cache is retired and has no effect (coroutine stacks are not cached "
+                      "any more: each is unmapped when its coroutine ends); remove it");
+}
+
 }  // namespace
 
 void read_server(config_parse_state& state, const YAML::Node& node, server_settings& s) {
@@ -67,7 +77,7 @@ void read_server(config_parse_state& state, const YAML::Node& node, server_setti
   read_listen(r, "0.0.0.0:8080", s.listen, state.server_listen_at);
   r.unsigned_int("threads", s.threads, 0, 256);
   r.size("coroutine_stack", s.coroutine_stack, 16 * 1024, 8 * 1024 * 1024);
-  r.size("stack_cache", s.stack_cache, 0, 65536);
+  read_retired_stack_cache(state, r);
   r.boolean("reuse_port", s.reuse_port);
   r.boolean("watch_config", s.watch_config);
   read_forwarding(r, s);

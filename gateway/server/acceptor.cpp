@@ -1,6 +1,5 @@
 #include "gateway/server/acceptor.hpp"
 
-#include "gateway/runtime/stack_cache.hpp"
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/response_head.hpp"
 #include "gateway/server/session.hpp"
@@ -8,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -201,7 +201,8 @@ void acceptor::refuse(int fd, shed_reason why) {
 void acceptor::spawn_session(std::size_t index, int fd, const client_slots::address& client) {
   const io_thread& thread = threads_[index];
   net::spawn(
-      thread.ioc->get_executor(), std::allocator_arg, stack_cache(config_.server.stack_bytes()),
+      thread.ioc->get_executor(), std::allocator_arg,
+      boost::context::protected_fixedsize_stack(config_.server.stack_bytes()),
       [this, &thread, client, owned = accepted_fd(fd)](net::yield_context yield) mutable {
         struct slot_release {  // gives the client's slot back however the connection ends
           client_slots& slots;

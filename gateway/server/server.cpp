@@ -11,7 +11,6 @@
 #include "gateway/observe/tracing.hpp"
 #include "gateway/runtime/io_thread.hpp"
 #include "gateway/runtime/memory_budget.hpp"
-#include "gateway/runtime/stack_cache.hpp"
 #include "gateway/runtime/usable_cpus.hpp"
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
@@ -299,6 +298,7 @@ reload_report server::impl::reload() {
     for (const auto& e : loaded.errors) errors.push_back(format_config_error(path, e));
     return fail(std::move(errors));
   }
+  for (const auto& w : loaded.warnings) spdlog::warn("{}", format_config_warning(path, w));
   auto next = std::make_shared<gateway_config>(std::move(*loaded.config));
   // The sections only a restart applies keep their running values (those of the start); those that
   // differ are reported.
@@ -384,7 +384,6 @@ void server::impl::stop() {
 server::server(const gateway_config& config, const std::string& version) : impl_(std::make_unique<impl>()) {
   impl_->config = config;
   const auto& cfg = impl_->config;
-  stack_cache::set_max_cached_per_thread(cfg.server.stack_cache);
   const auto budget =
       cfg.limits.memory_budget != 0 ? cfg.limits.memory_budget : memory_budget::derive_default();
   memory_budget::configure(budget);

@@ -1,8 +1,8 @@
 // The shipped topology (one SQL call and HTTP calls in one route) under every way a request can be cut
 // short: the client leaving, the deadline, shutdown.timeout and a second signal. A cancel that woke a
-// coroutine inside the canceller's own loop let the request end and free its stack under that loop; with
-// the stack cache off (server.stack_cache: 0) freed stacks are unmapped at once, so such a use after free
-// faults instead of going unnoticed. Each case ends with the gateway alive and a clean exit 0.
+// coroutine inside the canceller's own loop let the request end and free its stack under that loop; a freed
+// stack is unmapped at once, so such a use after free faults instead of going unnoticed. Each case ends with
+// the gateway alive and a clean exit 0.
 
 #include "tests/integration/sql_support.hpp"
 
@@ -28,7 +28,7 @@ struct mixed_route {
   std::string yaml(const std::string& deadline, const std::string& shutdown) {
     const auto db = dir.file("count.db");
     sqlite_exec(db, "CREATE TABLE unused (x INTEGER)");
-    std::string y = "server:\n  listen: 127.0.0.1:0\n  threads: 1\n  stack_cache: 0\n";
+    std::string y = "server:\n  listen: 127.0.0.1:0\n  threads: 1\n";
     y += "downstreams:\n";
     y += "  db:\n    kind: sql\n    driver: sqlite\n    database: '" + db + "'\n    pool_size: 4\n";
     y += "    query: '" + counting_query + "'\n";

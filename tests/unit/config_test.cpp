@@ -728,31 +728,43 @@ TEST_CASE("a downstream's max_connections below server.threads is refused", "[co
   CHECK(loads(edited({{"threads: 2", "threads: 0"}, {"max_connections: 16", "max_connections: 1"}})));
   CHECK(loads(edited({{"downstreams:", "limits:\n  max_connections: 1\ndownstreams:"}})));  // clients: global
 }
-TEST_CASE("the stack cache, per-client connection and memory budget settings", "[config]") {
+TEST_CASE("per-client connection and memory budget settings", "[config]") {
   auto r = load_config_text(good, "t.yaml");
   REQUIRE(r.config.has_value());
-  CHECK(r.config->server.stack_cache == 1024);
   CHECK(r.config->limits.max_connections_per_client == 0);
   CHECK(r.config->limits.memory_budget == 0);
+  CHECK(r.warnings.empty());
 
   r = load_config_text(
-      edited({{"threads: 2", "threads: 2\n  stack_cache: 0"},
-              {"downstreams:",
+      edited({{"downstreams:",
                "limits:\n  max_connections_per_client: 8\n  memory_budget: 512MiB\ndownstreams:"}}),
       "t.yaml");
   REQUIRE(r.config.has_value());
-  CHECK(r.config->server.stack_cache == 0);
   CHECK(r.config->limits.max_connections_per_client == 8);
   CHECK(r.config->limits.memory_budget == 512u * 1024 * 1024);
   const auto json = effective_config_json(*r.config);
-  CHECK(json["server"]["stack_cache"] == 0);
   CHECK(json["limits"]["max_connections_per_client"] == 8);
   CHECK(json["limits"]["memory_budget"] == 512u * 1024 * 1024);
 
   r = load_config_text(edited({{"downstreams:", "limits:\n  memory_budget: 2GiB\ndownstreams:"}}), "t.yaml");
   REQUIRE(r.config.has_value());
   CHECK(r.config->limits.memory_budget == 2ull * 1024 * 1024 * 1024);
+}
 
+TEST_CASE("a retired key (server.stack_cache) still loads, with a warning where it is", "[config]") {
+  const auto text = edited({{"threads: 2", "threads: 2\n  stack_cache: 0"}});
+  const auto r = load_config_text(text, "t.yaml");
+  REQUIRE(r.config.has_value());
+  CHECK(r.errors.empty());
+  REQUIRE(r.warnings.size() == 1);
+  const auto [line, column] = position_of(text, "0\ndownstreams");  // the value, as errors are
+  CHECK(r.warnings[0].line == line);
+  CHECK(r.warnings[0].column == column);
+  CHECK_THAT(format_config_warning("t.yaml", r.warnings[0]),
+             Catch::StartsWith("t.yaml:" + std::to_string(r.warnings[0].line) + ":") &&
+                 Catch::Contains(": warning: server.stack_cache is retired"));
+  CHECK_FALSE(effective_config_json(*r.config)["server"].contains("stack_cache"));
+  // Its value is still checked: a value it never accepted is still an error.
   only_error_at(edited({{"threads: 2", "threads: 2\n  stack_cache: 65537"}}), "65537");
 }
 
