@@ -70,7 +70,7 @@ namespace gateway {
 bool passes_to_client(const call_settings& call, const call_result& result);
 
 struct fanout_request {
-  const route_settings* route = nullptr;
+  const aggregate_route* route = nullptr;
   const std::vector<downstream*>* targets = nullptr;  // aligned with route->calls
   const std::vector<std::string>* params = nullptr;   // aligned with route->params
   clock::time_point deadline;

@@ -21,6 +21,6 @@ struct merged_response {
   std::string degraded;
 };
 
-merged_response merge_results(const route_settings& route, const std::vector<call_result>& results);
+merged_response merge_results(const aggregate_route& route, const std::vector<call_result>& results);
 
 }  // namespace gateway

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace gateway {
@@ -381,7 +382,7 @@ struct cors_settings {
 // Client header fields go on except hop-by-hop ones and those in `headers.remove` (the route's header
 // policy: `set` adds, `remove` drops; `forward` is refused, everything is forwarded already), with the
 // forwarded fields (server.forwarded). Connections come from the downstream's own pools.
-struct proxy_settings {
+struct proxy_route {
   std::string downstream;
   std::size_t downstream_index = 0;  // into gateway_config::downstreams
   std::optional<std::string> rewrite;
@@ -393,15 +394,12 @@ struct proxy_settings {
   std::size_t buffer_bytes = 32 * 1024;                  // per exchange (both directions in turn)
 };
 
-struct route_settings {
-  std::string path;            // as written (`path`, or `path_prefix`): the route's name in metrics and logs
-  route_pattern pattern;       // what it matches
-  std::string method = "GET";  // "*" (a proxy route naming none): any method
+// An aggregate route: its calls fanned out under the deadline, their answers merged into one.
+struct aggregate_route {
   microseconds deadline = milliseconds(800);
   std::vector<param_settings> params;
   response_shape response = response_shape::array;
   std::string degraded_reason_field;        // a degraded entry's field naming why (its outcome); empty: none
-  header_policy headers;                    // for every call (remove: none at this level)
   std::optional<cors_settings> cors;        // none: no CORS fields, preflights refused like any OPTIONS
   response_header_policy response_headers;  // for every call (a call's lists add to these)
   // Some call passes answer fields on (a call's effective_response_headers is not empty): only then does
@@ -411,7 +409,23 @@ struct route_settings {
   bool passes_status = false;
   bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
-  std::optional<proxy_settings> proxy;  // a pass-through route: no calls
+};
+
+// A route: what it matches and the header policy, then what it is, aggregate or pass-through. The
+// accessors give the one it is, null for the other.
+struct route_settings {
+  std::string path;            // as written (`path`, or `path_prefix`): the route's name in metrics and logs
+  route_pattern pattern;       // what it matches
+  std::string method = "GET";  // "*" (a proxy route naming none): any method
+  // Aggregate: for every call (remove: none at this level). Pass-through: fields set on and removed from
+  // the request sent.
+  header_policy headers;
+  std::variant<aggregate_route, proxy_route> kind;
+
+  const aggregate_route* aggregate() const { return std::get_if<aggregate_route>(&kind); }
+  aggregate_route* aggregate() { return std::get_if<aggregate_route>(&kind); }
+  const proxy_route* proxy() const { return std::get_if<proxy_route>(&kind); }
+  proxy_route* proxy() { return std::get_if<proxy_route>(&kind); }
 };
 
 struct gateway_config {

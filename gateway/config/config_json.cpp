@@ -117,36 +117,36 @@ nlohmann::json route_json(const route_settings& r) {
   j["method"] = r.method;
   if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
   if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
-  if (r.proxy) {
-    const auto& p = *r.proxy;
-    j["proxy"] = {{"downstream", p.downstream},
-                  {"timeout", format_duration(p.timeout)},
-                  {"idle_timeout", format_duration(p.idle_timeout)},
-                  {"max_body_bytes", p.max_body_bytes},
-                  {"buffer_bytes", p.buffer_bytes}};
-    if (p.rewrite) j["proxy"]["rewrite"] = *p.rewrite;
-    if (p.connect_timeout.count() > 0) j["proxy"]["connect_timeout"] = format_duration(p.connect_timeout);
+  if (const auto* p = r.proxy()) {
+    j["proxy"] = {{"downstream", p->downstream},
+                  {"timeout", format_duration(p->timeout)},
+                  {"idle_timeout", format_duration(p->idle_timeout)},
+                  {"max_body_bytes", p->max_body_bytes},
+                  {"buffer_bytes", p->buffer_bytes}};
+    if (p->rewrite) j["proxy"]["rewrite"] = *p->rewrite;
+    if (p->connect_timeout.count() > 0) j["proxy"]["connect_timeout"] = format_duration(p->connect_timeout);
     return j;
   }
-  j["deadline"] = format_duration(r.deadline);
-  j["response"] = r.response == response_shape::array ? "array" : "object";
-  if (!r.degraded_reason_field.empty()) j["degraded_reason_field"] = r.degraded_reason_field;
-  if (!r.response_headers.empty()) j["response_headers"] = response_headers_json(r.response_headers);
-  if (r.cors) {
+  const auto& a = *r.aggregate();
+  j["deadline"] = format_duration(a.deadline);
+  j["response"] = a.response == response_shape::array ? "array" : "object";
+  if (!a.degraded_reason_field.empty()) j["degraded_reason_field"] = a.degraded_reason_field;
+  if (!a.response_headers.empty()) j["response_headers"] = response_headers_json(a.response_headers);
+  if (a.cors) {
     j["cors"] = {
-        {"allow_origins", r.cors->allow_origins},         {"allow_methods", r.cors->allow_methods},
-        {"allow_headers", r.cors->allow_headers},         {"expose_headers", r.cors->expose_headers},
-        {"allow_credentials", r.cors->allow_credentials}, {"max_age", format_duration(r.cors->max_age)}};
+        {"allow_origins", a.cors->allow_origins},         {"allow_methods", a.cors->allow_methods},
+        {"allow_headers", a.cors->allow_headers},         {"expose_headers", a.cors->expose_headers},
+        {"allow_credentials", a.cors->allow_credentials}, {"max_age", format_duration(a.cors->max_age)}};
   }
   j["params"] = nlohmann::json::object();
-  for (const auto& p : r.params) {
+  for (const auto& p : a.params) {
     nlohmann::json param{{"required", p.required}};
     if (p.in_path) param["in_path"] = true;
     if (!p.pattern.empty()) param["pattern"] = p.pattern;
     j["params"][p.name] = std::move(param);
   }
   j["calls"] = nlohmann::json::array();
-  for (const auto& c : r.calls) {
+  for (const auto& c : a.calls) {
     nlohmann::json call{{"name", c.name}, {"downstream", c.downstream}, {"required", c.required}};
     if (!c.path.pieces().empty()) {
       std::string path;

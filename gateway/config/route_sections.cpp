@@ -1,6 +1,8 @@
-// The `routes` sequence: each route's path, method, deadline and response shape, its `params` (each
-// optionally with an RE2 pattern) and its `calls` (each to a downstream already read, with a path
-// template for HTTP, a timeout, the fields kept and a fallback). A call may name only declared params.
+// The `routes` sequence: each route's path, method and header policy, then what it is: an aggregate
+// route (aggregate_route: its deadline and response shape, its `params`, each optionally with an RE2
+// pattern, and its `calls`, each to a downstream already read, with a path template for HTTP, a timeout,
+// the fields kept and a fallback; a call may name only declared params) or a pass-through route (its
+// `proxy` section, proxy_route).
 
 #include "gateway/codec/char_class.hpp"
 #include "gateway/config/config_json.hpp"
@@ -25,12 +27,12 @@ std::string object_members(const nlohmann::json& object) {
   return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
 }
 
-bool declared(const route_settings& route, const std::string& name) {
+bool declared(const aggregate_route& route, const std::string& name) {
   return std::any_of(route.params.begin(), route.params.end(),
                      [&](const param_settings& p) { return p.name == name; });
 }
 
-void read_params(config_parse_state& state, const YAML::Node& node, route_settings& route) {
+void read_params(config_parse_state& state, const YAML::Node& node, aggregate_route& route) {
   yaml_reader map(node, state.errors, "params");
   map.each_entry("param", [&](const std::string& name, yaml_reader& r) {
     param_settings p;
@@ -48,9 +50,9 @@ void read_params(config_parse_state& state, const YAML::Node& node, route_settin
 // The path template's parameters are params too: declared ones (for their pattern) are marked in_path,
 // the others added. A segment parameter is always required (an empty segment does not match); a
 // catch-all is required only when declared so.
-void add_path_params(route_settings& route) {
-  for (const auto& name : route.pattern.names()) {
-    const bool catch_all = route.pattern.has_catch_all() && name == route.pattern.names().back();
+void add_path_params(const route_pattern& pattern, aggregate_route& route) {
+  for (const auto& name : pattern.names()) {
+    const bool catch_all = pattern.has_catch_all() && name == pattern.names().back();
     auto it = std::find_if(route.params.begin(), route.params.end(),
                            [&](const param_settings& p) { return p.name == name; });
     if (it == route.params.end()) {
@@ -67,7 +69,7 @@ void add_path_params(route_settings& route) {
 }
 
 // An HTTP call's method, body and idempotency. A body goes with POST, PUT, PATCH or DELETE only.
-void read_call_method_and_body(yaml_reader& r, route_settings& route, call_settings& call) {
+void read_call_method_and_body(yaml_reader& r, aggregate_route& route, call_settings& call) {
   if (r.string("method", call.method)) {
     // A call's answer is a JSON object: methods without one (HEAD) are no use here.
     static const std::set<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE"};
@@ -112,7 +114,7 @@ void read_call_method_and_body(yaml_reader& r, route_settings& route, call_setti
 }
 
 void read_calls(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
-                route_settings& route) {
+                aggregate_route& route) {
   std::set<std::string> names;
   for (const auto& item : node) {
     call_settings call;
@@ -185,8 +187,9 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
   if (route.calls.empty()) yaml_reader::report(state.errors, node, "a route needs at least one call");
 }
 
-void read_cors(config_parse_state& state, const YAML::Node& node, route_settings& route) {
-  yaml_reader r(node, state.errors, "route '" + route.path + "'.cors");
+void read_cors(config_parse_state& state, const YAML::Node& node, const std::string& path,
+               aggregate_route& route) {
+  yaml_reader r(node, state.errors, "route '" + path + "'.cors");
   if (!r.valid()) return;
   cors_settings c;
   if (r.string_list("allow_origins", c.allow_origins)) {
@@ -226,10 +229,9 @@ void read_cors(config_parse_state& state, const YAML::Node& node, route_settings
 // A pass-through route's `proxy` section. Its downstream must be HTTP; `rewrite` replaces the matched
 // prefix (or the whole path of an exact route) and must be a path itself.
 void read_proxy(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
-                route_settings& route) {
+                proxy_route& p) {
   yaml_reader r(node, state.errors, "route.proxy");
   if (!r.valid()) return;
-  proxy_settings p;
   if (r.string("downstream", p.downstream, true)) {
     const auto* target = cfg.find_downstream(p.downstream);
     if (target == nullptr) {
@@ -256,7 +258,6 @@ void read_proxy(config_parse_state& state, const YAML::Node& node, const gateway
   r.size("max_body_bytes", p.max_body_bytes, 0, std::size_t{1} << 50);
   r.size("buffer_bytes", p.buffer_bytes, 1024, 16 * 1024 * 1024);
   r.finish();
-  route.proxy = std::move(p);
 }
 
 // What a proxy route cannot have: calls, parameters, answer fields, CORS (the downstream answers for
@@ -312,42 +313,46 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     static const std::set<std::string> methods{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"};
     if (!methods.contains(route.method)) r.error_at("method", "unsupported method '" + route.method + "'");
   }
-  r.duration("deadline", route.deadline);
+  // An aggregate route's keys are read on a proxy route too, into settings then dropped: a wrong value is
+  // reported as on any route, before check_proxy_route says the key has no place there.
+  aggregate_route aggregate;
+  r.duration("deadline", aggregate.deadline);
   static constexpr std::array<std::string_view, 2> shapes{"array", "object"};
   std::size_t shape = 0;
   if (r.one_of("response", shape, shapes, "response")) {
-    route.response = shape == 0 ? response_shape::array : response_shape::object;
+    aggregate.response = shape == 0 ? response_shape::array : response_shape::object;
   }
-  if (r.string("degraded_reason_field", route.degraded_reason_field)) {
-    const auto& field = route.degraded_reason_field;
+  if (r.string("degraded_reason_field", aggregate.degraded_reason_field)) {
+    const auto& field = aggregate.degraded_reason_field;
     if (!valid_name(field) || field == "source" || field == "degraded") {
       r.error_at("degraded_reason_field", std::string("degraded_reason_field must be a field name other than "
                                                       "'source' and 'degraded' (") +
                                               name_rule + ")");
     }
   }
-  if (auto p = r.section("params")) read_params(state, *p, route);
-  add_path_params(route);
+  if (auto p = r.section("params")) read_params(state, *p, aggregate);
+  add_path_params(route.pattern, aggregate);
   if (auto h = r.section("headers"))
     read_header_policy(state, *h, "route", proxy ? policy_owner::proxy_route : policy_owner::route,
                        route.headers);
   if (proxy) {
-    read_proxy(state, *proxy, cfg, route);
+    read_proxy(state, *proxy, cfg, route.kind.emplace<proxy_route>());
     check_proxy_route(r, route);
     r.finish();
     return true;
   }
-  if (auto c = r.section("cors")) read_cors(state, *c, route);
+  if (auto c = r.section("cors")) read_cors(state, *c, route.path, aggregate);
   if (auto h = r.section("response_headers"))
-    read_response_header_policy(state, *h, "route", false, route.response_headers);
-  if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, route);
-  for (auto& call : route.calls) {
+    read_response_header_policy(state, *h, "route", false, aggregate.response_headers);
+  if (auto c = r.section("calls", yaml_reader::kind::sequence, true)) read_calls(state, *c, cfg, aggregate);
+  for (auto& call : aggregate.calls) {
     call.effective_headers = effective_policy(route.headers, call.headers);
     call.effective_response_headers =
-        effective_response_policy(route.response_headers, call.response_headers);
-    if (!call.effective_response_headers.empty()) route.passes_response_headers = true;
-    if (!call.pass.empty()) route.passes_status = true;
+        effective_response_policy(aggregate.response_headers, call.response_headers);
+    if (!call.effective_response_headers.empty()) aggregate.passes_response_headers = true;
+    if (!call.pass.empty()) aggregate.passes_status = true;
   }
+  route.kind = std::move(aggregate);
   r.finish();
   return true;
 }

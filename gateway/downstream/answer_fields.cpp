@@ -155,7 +155,7 @@ std::string without_set_cookie(std::string_view fields) {
   return out;
 }
 
-std::string answer_fields(const route_settings& route, const std::vector<call_result>& results) {
+std::string answer_fields(const aggregate_route& route, const std::vector<call_result>& results) {
   if (!route.passes_response_headers) return {};
   std::vector<std::string> lines;
   std::vector<cache_part> parts;

@@ -72,6 +72,6 @@ std::string without_set_cookie(std::string_view fields);
 
 // The lines ("Name: value\r\n") the client's answer gets from `results` (aligned with route.calls); empty
 // when the route passes none.
-std::string answer_fields(const route_settings& route, const std::vector<call_result>& results);
+std::string answer_fields(const aggregate_route& route, const std::vector<call_result>& results);
 
 }  // namespace gateway

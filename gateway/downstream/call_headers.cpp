@@ -102,7 +102,7 @@ void call_headers::append_forwarded(std::string& out, const header_policy& polic
   }
 }
 
-const call_header_fields* call_headers::render(const route_settings& route, forwarded_style style,
+const call_header_fields* call_headers::render(const aggregate_route& route, forwarded_style style,
                                                const client_headers& client, const client_origin& origin) {
   render_forwarded(style, client, origin);
   const auto n = route.calls.size();

@@ -44,7 +44,7 @@ struct client_origin {
 class call_headers {
  public:
   // For each call of `route`; null when no call carries anything (no policy, forwarded: none).
-  const call_header_fields* render(const route_settings& route, forwarded_style style,
+  const call_header_fields* render(const aggregate_route& route, forwarded_style style,
                                    const client_headers& client, const client_origin& origin);
   // The forwarded fields alone, for a pass-through request: rendered, then appended to `out`
   // ("\r\nName: value" each) but those `policy` removes.

@@ -56,7 +56,7 @@ struct access_entry {
   std::string_view trace_id;    // 32 hex digits, or empty
   // The route's calls, in its order, with their names (null for none).
   std::span<const call_brief> calls;
-  const route_settings* calls_of = nullptr;
+  const aggregate_route* calls_of = nullptr;
 };
 
 // Formats the seconds of a time once per second (per writer of lines).

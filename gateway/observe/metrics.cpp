@@ -52,10 +52,11 @@ histogram_bounds duration_bounds(const gateway_config& config) {
   std::vector<microseconds> deadlines;
   std::vector<microseconds> timeouts;
   for (const auto& route : config.routes) {
-    if (route.proxy) continue;
-    deadlines.push_back(route.deadline);
-    for (const auto& call : route.calls) {
-      if (call.timeout && *call.timeout < route.deadline) timeouts.push_back(*call.timeout);
+    const auto* aggregate = route.aggregate();
+    if (aggregate == nullptr) continue;
+    deadlines.push_back(aggregate->deadline);
+    for (const auto& call : aggregate->calls) {
+      if (call.timeout && *call.timeout < aggregate->deadline) timeouts.push_back(*call.timeout);
     }
   }
   std::sort(deadlines.begin(), deadlines.end());
@@ -181,11 +182,13 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
     auto* row = find_or_add(
         r.routes, [&](const route_series& s) { return s.path == route.path && &s != &r.routes.front(); },
         route.path, workers, durations_);
-    if (route.proxy) row->proxy = true;
+    if (route.proxy() != nullptr) row->proxy = true;
     if (route.method != "*" && !route.method.empty()) row->method = method_slot(route.method);
     set.routes_.push_back(row);
     auto& calls = set.fallbacks_.emplace_back();
-    for (const auto& call : route.calls) {
+    const auto* aggregate = route.aggregate();
+    if (aggregate == nullptr) continue;
+    for (const auto& call : aggregate->calls) {
       calls.push_back(find_or_add(
           r.fallbacks, [&](const fallback_series& s) { return s.route == route.path && s.call == call.name; },
           route.path, call.name, workers));

@@ -9,12 +9,12 @@ recent_degraded::recent_degraded(std::size_t capacity) : capacity_(capacity == 0
   ring_.reserve(capacity_);
 }
 
-void recent_degraded::record(std::string_view request_id, const route_settings& route,
+void recent_degraded::record(std::string_view request_id, std::string_view path, const aggregate_route& route,
                              const std::vector<call_result>& results) {
   // Built before the lock: only the move into the ring is serialized.
   entry e;
   e.request_id = std::string(request_id);
-  e.route = route.path;
+  e.route = std::string(path);
   e.time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (std::size_t i = 0; i < route.calls.size() && i < results.size(); ++i) {
     const auto& r = results[i];

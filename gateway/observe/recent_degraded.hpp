@@ -35,8 +35,9 @@ class recent_degraded {
   static constexpr std::size_t default_capacity = 20;
   explicit recent_degraded(std::size_t capacity = default_capacity);
 
-  // Keeps a degraded response: the route's calls whose result is not ok. `results` aligned with route.calls.
-  void record(std::string_view request_id, const route_settings& route,
+  // Keeps a degraded response of the route at `path`: its calls whose result is not ok. `results` aligned
+  // with route.calls.
+  void record(std::string_view request_id, std::string_view path, const aggregate_route& route,
               const std::vector<call_result>& results);
 
   // The entries kept, newest first.

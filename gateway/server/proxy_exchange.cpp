@@ -105,7 +105,7 @@ class exchange {
            request_control& control, trace_record* trace, boost::asio::yield_context yield)
       : io_(io),
         route_(generation.config->routes[static_cast<std::size_t>(route_index)]),
-        settings_(*route_.proxy),
+        settings_(*route_.proxy()),
         to_(generation.config->downstreams[settings_.downstream_index]),
         route_index_(route_index),
         target_(generation.handler->proxy_target(route_index)),
@@ -191,7 +191,7 @@ class exchange {
 
   Io& io_;
   const route_settings& route_;
-  const proxy_settings& settings_;
+  const proxy_route& settings_;
   const downstream_settings& to_;
   int route_index_;
   downstream& target_;
@@ -304,8 +304,9 @@ void exchange<Io>::open_span() {
   auto& s = trace_->add_client(std::string(view(req_->method_string())), span_start_ns_);
   s.id = span_id_;
   s.set(attr::http_request_method, view(req_->method_string()));
-  s.set(attr::url_full, attr::full_url((to_.tls.enabled ? "https://" : "http://") + host_field_value(to_),
-                                       forwarded_target(route_, to_, view(req_->target()))));
+  s.set(attr::url_full,
+        attr::full_url((to_.tls.enabled ? "https://" : "http://") + host_field_value(to_),
+                       forwarded_target(route_.pattern, settings_, to_, view(req_->target()))));
   span_open_ = true;
 }
 
@@ -354,7 +355,7 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
   std::string head;
   head.reserve(512);
   head.append(view(req.method_string())).append(" ");
-  head += forwarded_target(route_, to_, view(req.target()));
+  head += forwarded_target(route_.pattern, settings_, to_, view(req.target()));
   head.append(" HTTP/1.1\r\nHost: ").append(host_field_value(to_));
   for (const auto& field : req) {
     const auto name = view(field.name_string());

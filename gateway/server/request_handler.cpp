@@ -103,7 +103,7 @@ outbound_response passed_response(const call_settings& call, call_result& result
 // A failed call, in the log at warn with its reason: at most one line per downstream per second on each
 // I/O thread, the next one telling how many were left out meanwhile, so that an outage cannot flood the
 // log (and the log's queue drops the oldest lines beyond that).
-void log_failed_call(const route_settings& route, std::size_t index, const downstream& target,
+void log_failed_call(std::string_view route, const call_settings& call, const downstream& target,
                      const call_result& result, std::string_view request_id) {
   struct pace {
     clock::time_point next{};
@@ -118,12 +118,11 @@ void log_failed_call(const route_settings& route, std::size_t index, const downs
     return;
   }
   p.next = now + std::chrono::seconds(1);
-  const auto& call = route.calls[index];
   const auto left_out = std::exchange(p.left_out, 0);
   const auto label = outcome_label(result.label_index());
   const auto detail = failure_detail(result);
-  spdlog::warn("call '{}' of route {} to downstream '{}' failed: {}{}{}{}, request {}{}", call.name,
-               route.path, call.downstream, label, detail != label ? " (" : "", detail != label ? detail : "",
+  spdlog::warn("call '{}' of route {} to downstream '{}' failed: {}{}{}{}, request {}{}", call.name, route,
+               call.downstream, label, detail != label ? " (" : "", detail != label ? detail : "",
                detail != label ? ")" : "", request_id,
                left_out != 0 ? "; " + std::to_string(left_out) +
                                    " more failed calls to it not logged in the last second"
@@ -131,7 +130,7 @@ void log_failed_call(const route_settings& route, std::size_t index, const downs
 }
 
 // Ends the span of each call (call_trace, made before the fan-out in call order).
-void trace_calls(std::vector<call_trace>& traces, const gateway_config& config, const route_settings& route,
+void trace_calls(std::vector<call_trace>& traces, const gateway_config& config, const aggregate_route& route,
                  const std::vector<downstream*>& targets, const std::vector<call_result>& results) {
   for (std::size_t i = 0; i < route.calls.size(); ++i)
     traces[i].end(results[i], config.downstreams[route.calls[i].downstream_index], targets[i]->breaker());
@@ -193,7 +192,8 @@ request_handler::request_handler(const gateway_config& config, std::vector<std::
 request_route request_handler::classify(std::string_view method, std::string_view target) const {
   request_route r{router_.find(method, target)};
   if (r.found.status == 200)
-    r.kind = config_.routes[r.found.index].proxy ? request_kind::pass_through : request_kind::aggregate;
+    r.kind = config_.routes[r.found.index].proxy() != nullptr ? request_kind::pass_through
+                                                              : request_kind::aggregate;
   return r;
 }
 
@@ -234,8 +234,9 @@ outbound_response request_handler::handle(const inbound_request& request, const 
   if (request.method == "OPTIONS") return options(request, route.found, std::move(request_id));
   auto r = route_request(request, route.found, std::move(request_id), thread_index, control, yield);
   if (r.route >= 0) {
-    if (const auto& cors = config_.routes[static_cast<std::size_t>(r.route)].cors)
-      r.fields += cors_answer_fields(*cors, client_field(request, "origin"));
+    const auto* aggregate = config_.routes[static_cast<std::size_t>(r.route)].aggregate();
+    if (aggregate != nullptr && aggregate->cors)
+      r.fields += cors_answer_fields(*aggregate->cors, client_field(request, "origin"));
   }
   return r;
 }
@@ -251,11 +252,11 @@ outbound_response request_handler::options(const inbound_request& request, const
   if (!origin.empty() && !method.empty()) {
     const auto asked = router_.find(method, request.target);
     if (asked.status == 404) return error_response(404, "no route for this path", std::move(request_id));
-    const auto& cors = asked.status == 200 ? config_.routes[asked.index].cors : std::nullopt;
-    if (!cors)
-      return error_response(403, "CORS preflight refused: not allowed on this route", std::move(request_id));
     const auto& route = config_.routes[asked.index];
-    const auto answer = cors_preflight(*cors, route.method, origin, method,
+    const auto* aggregate = asked.status == 200 ? route.aggregate() : nullptr;
+    if (aggregate == nullptr || !aggregate->cors)
+      return error_response(403, "CORS preflight refused: not allowed on this route", std::move(request_id));
+    const auto answer = cors_preflight(*aggregate->cors, route.method, origin, method,
                                        client_field(request, "access-control-request-headers"));
     auto r = error_response(answer.status, answer.error, std::move(request_id));
     r.route = static_cast<int>(asked.index);
@@ -271,9 +272,11 @@ outbound_response request_handler::options(const inbound_request& request, const
 namespace {
 
 // The route's parameters (into `params`) and its body, checked: an error message for the client, or "".
-std::string admit_request(const route_settings& route, const inbound_request& request,
-                          const route_lookup& found, std::vector<std::string>& params) {
-  if (auto problem = extract_params(route, target_query(request.target), found.captures, params);
+std::string admit_request(const route_pattern& pattern, const aggregate_route& route,
+                          const inbound_request& request, const route_lookup& found,
+                          std::vector<std::string>& params) {
+  if (auto problem =
+          extract_params(pattern, route.params, target_query(request.target), found.captures, params);
       !problem.empty()) {
     return problem;
   }
@@ -287,7 +290,7 @@ std::string admit_request(const route_settings& route, const inbound_request& re
 
 // The caller's budget can only shorten ours. A value at or above the route's deadline changes nothing, and
 // is never converted (a huge one would overflow the clock's count).
-clock::time_point deadline_of(const route_settings& route, const inbound_request& request) {
+clock::time_point deadline_of(const aggregate_route& route, const inbound_request& request) {
   auto deadline = request.received + route.deadline;
   const auto route_ms = std::chrono::ceil<milliseconds>(route.deadline).count();
   for (auto header : {request.timeout_ms, request.envoy_timeout_ms}) {
@@ -309,7 +312,7 @@ struct calls_trace {
   std::uint64_t start_ns = 0;
 
   // Before the fan-out: spans of a sampled request, else the unsampled traceparent the calls send.
-  void begin(trace_record& trace, const route_settings& route, fanout_request& fr) {
+  void begin(trace_record& trace, const aggregate_route& route, fanout_request& fr) {
     start = clock::now();
     start_ns = unix_nanos_now();
     if (trace.sampled) {
@@ -321,7 +324,7 @@ struct calls_trace {
     }
   }
   // After it: an unsampled request with a failed call is kept (its spans made now); every span ended.
-  void end(trace_record& trace, const gateway_config& config, const route_settings& route,
+  void end(trace_record& trace, const gateway_config& config, const aggregate_route& route,
            const std::vector<downstream*>& targets, const std::vector<call_result>& results) {
     if (!trace.sampled &&
         std::any_of(results.begin(), results.end(), [](const call_result& r) { return !r.ok(); }))
@@ -330,21 +333,21 @@ struct calls_trace {
   }
 
  private:
-  void open(trace_record& trace, const route_settings& route) {
+  void open(trace_record& trace, const aggregate_route& route) {
     traces.reserve(route.calls.size());
     for (const auto& call : route.calls) traces.emplace_back(trace, call, start, start_ns);
   }
 };
 
 // A passed answer is no failure of the gateway's: the access log shows it (the status, its call's).
-bool passed(const route_settings& route, const std::vector<call_result>& results, std::size_t i) {
+bool passed(const aggregate_route& route, const std::vector<call_result>& results, std::size_t i) {
   return route.passes_status && passes_to_client(route.calls[i], results[i]);
 }
 
 // The answer decided by the first call in the route's order that decides it: one that passed its answer
 // (pass_status), or a required call that failed (the fan-out waited for the calls listed before it that
 // could decide first, and cancelled the others). Status 0 when the answer is the merge.
-outbound_response decided_answer(const route_settings& route, std::vector<call_result>& results,
+outbound_response decided_answer(const aggregate_route& route, std::vector<call_result>& results,
                                  error_detail detail, std::string& request_id) {
   for (std::size_t i = 0; i < route.calls.size(); ++i) {
     if (passed(route, results, i))
@@ -366,21 +369,29 @@ outbound_response request_handler::route_request(const inbound_request& request,
                                                  boost::asio::yield_context yield) const {
   try {
     if (auto r = unrouted(found, request_id); r.status != 0) return r;
-    const auto& route = config_.routes[found.index];
     const int route_index = static_cast<int>(found.index);
+    const auto& route = config_.routes[found.index];
+    const auto* aggregate = route.aggregate();
+    if (aggregate == nullptr) {
+      // A pass-through request comes here only when its connection was cancelled (shutdown) before its
+      // exchange began (session.cpp): it is not sent.
+      auto r = error_response(503, "shutting down", std::move(request_id));
+      r.route = route_index;
+      return r;
+    }
     std::vector<std::string> params;
-    if (auto problem = admit_request(route, request, found, params); !problem.empty()) {
+    if (auto problem = admit_request(route.pattern, *aggregate, request, found, params); !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));
       r.route = route_index;
       return r;
     }
 
     fanout_request fr;
-    fr.route = &route;
+    fr.route = aggregate;
     fr.client_body = request.body;
     fr.targets = &targets_[found.index];
     fr.params = &params;
-    fr.deadline = deadline_of(route, request);
+    fr.deadline = deadline_of(*aggregate, request);
     fr.request_id = request_id;
     // A valid W3C traceparent of version 00's length is passed on as it came (when the request is not
     // traced).
@@ -388,21 +399,22 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.traceparent = valid ? request.traceparent : std::string_view();
     call_headers headers;  // outlives the fan-out, whose calls point into it
     if (request.headers != nullptr)
-      fr.headers = headers.render(route, config_.server.forwarded, *request.headers, request.origin);
+      fr.headers = headers.render(*aggregate, config_.server.forwarded, *request.headers, request.origin);
     fr.thread_index = thread_index;
     fr.stack_size = config_.server.stack_bytes();
     fr.metrics = &metrics_.of_thread(thread_index);
     fr.series = &series_;
     calls_trace traced;
-    if (request.trace != nullptr) traced.begin(*request.trace, route, fr);
+    if (request.trace != nullptr) traced.begin(*request.trace, *aggregate, fr);
 
     fanout calls(yield.get_executor());
     control.attach(&calls);
     if (control.reason() != cancel_reason::none) calls.cancel(control.reason());
     auto results = calls.run(fr, yield);
     control.detach();
-    if (request.trace != nullptr) traced.end(*request.trace, config_, route, targets_[found.index], results);
-    return answer_of(request, found.index, results, std::move(request_id), thread_index, control);
+    if (request.trace != nullptr)
+      traced.end(*request.trace, config_, *aggregate, targets_[found.index], results);
+    return answer_of(request, found.index, *aggregate, results, std::move(request_id), thread_index, control);
   } catch (const std::bad_alloc&) {
     // Out of memory or of stack mappings while starting calls (the fan-out has joined those it
     // started): this request is shed, the process lives.
@@ -417,12 +429,13 @@ outbound_response request_handler::route_request(const inbound_request& request,
 }
 
 outbound_response request_handler::answer_of(const inbound_request& request, std::size_t index,
-                                             std::vector<call_result>& results, std::string request_id,
-                                             std::size_t thread_index, const request_control& control) const {
-  const auto& route = config_.routes[index];
+                                             const aggregate_route& route, std::vector<call_result>& results,
+                                             std::string request_id, std::size_t thread_index,
+                                             const request_control& control) const {
+  const auto& path = config_.routes[index].path;
   for (std::size_t i = 0; i < route.calls.size(); ++i) {
     if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(route, results, i))
-      log_failed_call(route, i, *targets_[index][i], results[i], request_id);
+      log_failed_call(path, route.calls[i], *targets_[index][i], results[i], request_id);
   }
   std::vector<call_brief> briefs;
   if (request.brief_calls) {
@@ -443,7 +456,7 @@ outbound_response request_handler::answer_of(const inbound_request& request, std
     }
     if (degraded) {
       series_.degraded_response(thread_index, index);
-      if (recent_ != nullptr) recent_->record(request_id, route, results);
+      if (recent_ != nullptr) recent_->record(request_id, path, route, results);
     }
   }
   auto merged = merge_results(route, results);

@@ -115,7 +115,7 @@ class request_handler {
                            boost::asio::yield_context yield) const;
   // Whether the route takes its body (a call passes it on): read it, else refuse it.
   bool takes_body(const request_route& route) const {
-    return route.kind == request_kind::aggregate && config_.routes[route.found.index].takes_body;
+    return route.kind == request_kind::aggregate && config_.routes[route.found.index].aggregate()->takes_body;
   }
   // The answer to a request whose body is not read: 404 or 405 as for any request to that path and
   // method, else 413 with `why`; `incoming_id` is the request's X-Request-Id (make_request_id).
@@ -128,9 +128,9 @@ class request_handler {
   outbound_response route_request(const inbound_request& request, const route_lookup& found,
                                   std::string request_id, std::size_t thread_index, request_control& control,
                                   boost::asio::yield_context yield) const;
-  // The answer from the calls' results: a call's passed answer, a required call's failure, else the merge
-  // (degraded calls counted and logged).
-  outbound_response answer_of(const inbound_request& request, std::size_t index,
+  // The answer from the calls' results (`route` is config_.routes[index]'s): a call's passed answer, a
+  // required call's failure, else the merge (degraded calls counted and logged).
+  outbound_response answer_of(const inbound_request& request, std::size_t index, const aggregate_route& route,
                               std::vector<call_result>& results, std::string request_id,
                               std::size_t thread_index, const request_control& control) const;
   outbound_response options(const inbound_request& request, const route_lookup& found,

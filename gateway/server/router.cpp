@@ -26,18 +26,18 @@ std::string_view target_path(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-std::string forwarded_target(const route_settings& route, const downstream_settings& to,
-                             std::string_view target) {
+std::string forwarded_target(const route_pattern& pattern, const proxy_route& proxy,
+                             const downstream_settings& to, std::string_view target) {
   const auto path = target_path(target);
   const auto query_at = target.find('?');
   std::string out = to.base_path;
-  if (!route.proxy->rewrite) {
+  if (!proxy.rewrite) {
     out += path;
   } else {
-    const auto& rewrite = *route.proxy->rewrite;
+    const auto& rewrite = *proxy.rewrite;
     std::string_view rest;
-    if (route.pattern.type() == route_pattern::kind::prefix && path.size() >= route.pattern.text().size())
-      rest = path.substr(route.pattern.text().size());
+    if (pattern.type() == route_pattern::kind::prefix && path.size() >= pattern.text().size())
+      rest = path.substr(pattern.text().size());
     out += rewrite;
     if (!rest.empty() && rest.front() == '/' && !rewrite.empty() && rewrite.back() == '/')
       rest.remove_prefix(1);
@@ -107,16 +107,17 @@ bool decode_segments(std::string_view raw, std::string& out) {
 
 }  // namespace
 
-std::string extract_params(const route_settings& route, std::string_view query,
-                           const route_pattern::captures& captures, std::vector<std::string>& values) {
-  values.assign(route.params.size(), std::string());
-  std::vector<bool> seen(route.params.size(), false);
+std::string extract_params(const route_pattern& pattern, const std::vector<param_settings>& params,
+                           std::string_view query, const route_pattern::captures& captures,
+                           std::vector<std::string>& values) {
+  values.assign(params.size(), std::string());
+  std::vector<bool> seen(params.size(), false);
   if (!captures.empty()) {
-    const auto& names = route.pattern.names();
+    const auto& names = pattern.names();
     for (std::size_t c = 0; c < captures.size() && c < names.size(); ++c) {
-      const bool catch_all = route.pattern.has_catch_all() && c + 1 == names.size();
-      for (std::size_t i = 0; i < route.params.size(); ++i) {
-        if (route.params[i].name != names[c]) continue;
+      const bool catch_all = pattern.has_catch_all() && c + 1 == names.size();
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        if (params[i].name != names[c]) continue;
         seen[i] = true;
         const bool decoded = catch_all ? decode_segments(captures[c], values[i])
                                        : percent_decode(captures[c], values[i], false);
@@ -137,15 +138,15 @@ std::string extract_params(const route_settings& route, std::string_view query,
                         true)) {
       return "malformed percent-encoding in query";
     }
-    for (std::size_t i = 0; i < route.params.size(); ++i) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
       // The first occurrence wins; a path parameter is never taken from the query.
-      if (route.params[i].name != name || seen[i] || route.params[i].in_path) continue;
+      if (params[i].name != name || seen[i] || params[i].in_path) continue;
       seen[i] = true;
       values[i] = value;
     }
   }
-  for (std::size_t i = 0; i < route.params.size(); ++i) {
-    const auto& p = route.params[i];
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
     if (!seen[i] || values[i].empty()) {
       if (p.required) return "missing required parameter '" + p.name + "'";
       continue;

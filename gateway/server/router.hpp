@@ -36,17 +36,18 @@ std::string_view target_path(std::string_view target);
 std::string_view target_query(std::string_view target);
 
 // A pass-through route's downstream request-target: the downstream's base path, then the path with the
-// route's prefix replaced by its `rewrite` (an exact or template route: the whole path), then the query
-// as sent. `target` must be canonical (core/request_target.hpp, applied to every request's head): a
-// dot segment in it could otherwise climb out of the rewrite and the base path.
-std::string forwarded_target(const route_settings& route, const downstream_settings& to,
-                             std::string_view target);
+// prefix `pattern` matched replaced by the route's `rewrite` (an exact or template route: the whole
+// path), then the query as sent. `target` must be canonical (core/request_target.hpp, applied to every
+// request's head): a dot segment in it could otherwise climb out of the rewrite and the base path.
+std::string forwarded_target(const route_pattern& pattern, const proxy_route& proxy,
+                             const downstream_settings& to, std::string_view target);
 
-// Fills `values` (aligned with route.params) from the path's `captures` (percent-decoded; a catch-all's
-// segments each, joined by '/') and the query. Returns an error message for the client (missing required
-// parameter, pattern mismatch, malformed encoding, a "." or ".." segment or an encoded '/' in a
-// catch-all), or "" when all is well.
-std::string extract_params(const route_settings& route, std::string_view query,
-                           const route_pattern::captures& captures, std::vector<std::string>& values);
+// Fills `values` (aligned with `params`, an aggregate route's) from the path's `captures` (named by
+// `pattern`; percent-decoded; a catch-all's segments each, joined by '/') and the query. Returns an error
+// message for the client (missing required parameter, pattern mismatch, malformed encoding, a "." or ".."
+// segment or an encoded '/' in a catch-all), or "" when all is well.
+std::string extract_params(const route_pattern& pattern, const std::vector<param_settings>& params,
+                           std::string_view query, const route_pattern::captures& captures,
+                           std::vector<std::string>& values);
 
 }  // namespace gateway

@@ -79,11 +79,12 @@ std::vector<std::string> tls_files_changed(const config_generation& running, std
 // still applies, but the percentiles of answers that wait for it are coarse until a restart.
 void warn_uncovered_deadlines(const gateway_config& cfg, const histogram_bounds& bounds) {
   for (const auto& route : cfg.routes) {
-    if (route.proxy || bounds.covers(route.deadline)) continue;
+    const auto* aggregate = route.aggregate();
+    if (aggregate == nullptr || bounds.covers(aggregate->deadline)) continue;
     spdlog::warn(
         "route {}: no duration buckets at its deadline ({} ms) until a restart; its percentiles "
         "are coarse",
-        route.path, std::chrono::duration_cast<std::chrono::milliseconds>(route.deadline).count());
+        route.path, std::chrono::duration_cast<std::chrono::milliseconds>(aggregate->deadline).count());
   }
 }
 
@@ -198,8 +199,12 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
   std::vector<std::vector<downstream*>> targets;
   for (const auto& route : cfg->routes) {
     auto& row = targets.emplace_back();
-    for (const auto& call : route.calls) row.push_back(g->downstreams[call.downstream_index]->object.get());
-    if (route.proxy) row.push_back(g->downstreams[route.proxy->downstream_index]->object.get());
+    if (const auto* aggregate = route.aggregate()) {
+      for (const auto& call : aggregate->calls)
+        row.push_back(g->downstreams[call.downstream_index]->object.get());
+    } else if (const auto* proxy = route.proxy()) {
+      row.push_back(g->downstreams[proxy->downstream_index]->object.get());
+    }
   }
   g->handler =
       std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics, &degraded_log);

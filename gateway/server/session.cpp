@@ -525,9 +525,10 @@ class connection {
     e.client = client_;
     e.trace_id = trace_hex_;
     log_head_fields(e);
-    if (route != nullptr && r.calls.size() == route->calls.size()) {
+    const auto* aggregate = route != nullptr ? route->aggregate() : nullptr;
+    if (aggregate != nullptr && r.calls.size() == aggregate->calls.size()) {
       e.calls = r.calls;
-      e.calls_of = route;
+      e.calls_of = aggregate;
     }
     ctx_.log->write(ctx_.thread_index, e);
   }

@@ -59,7 +59,7 @@ json routes_json(const config_generation& current, const status_sample& now, con
     const auto errors = a->server_errors - (b ? std::min(b->server_errors, a->server_errors) : 0);
     out.push_back({{"route", route.path},
                    {"method", route.method},
-                   {"proxy", route.proxy.has_value()},
+                   {"proxy", route.proxy() != nullptr},
                    {"requests", requests},
                    {"rate", seconds > 0 ? static_cast<double>(requests) / seconds : 0.0},
                    {"p50_ms", quantile_ms(d, 0.5)},

@@ -60,8 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto user_agent = field(rest);
   const auto request_id = field(rest);
   const auto forwarded = field(rest);
-  gateway::route_settings route;
-  route.path = "/r/{id}";
+  gateway::aggregate_route route;
   while (!rest.empty() && route.calls.size() < 8) route.calls.emplace_back().name = std::string(field(rest));
   std::vector<gateway::call_brief> calls;
   for (std::size_t i = 0; i < route.calls.size(); ++i)
@@ -95,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   gateway::access_entry e;
   e.request_id = request_id;
   e.method = "GET";
-  e.route = route.path;
+  e.route = "/r/{id}";
   e.target = target;
   e.status = 200;
   e.duration_ms = static_cast<double>(size) / 7.0;

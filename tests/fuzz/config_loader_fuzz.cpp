@@ -20,18 +20,20 @@ void check_config(const gateway::gateway_config& cfg) {
   FUZZ_CHECK(cfg.source == "fuzz.yaml");
   for (const auto& route : cfg.routes) {
     FUZZ_CHECK(route.path.starts_with('/'));
-    // An aggregate route has calls; a pass-through route has none and names an HTTP downstream.
-    FUZZ_CHECK(route.calls.empty() == route.proxy.has_value());
-    if (route.proxy) {
-      FUZZ_CHECK(route.proxy->downstream_index < cfg.downstreams.size());
-      FUZZ_CHECK(cfg.downstreams[route.proxy->downstream_index].name == route.proxy->downstream);
-      FUZZ_CHECK(cfg.downstreams[route.proxy->downstream_index].kind == gateway::downstream_kind::http);
+    // A pass-through route names an HTTP downstream; an aggregate route has calls.
+    if (const auto* proxy = route.proxy()) {
+      FUZZ_CHECK(proxy->downstream_index < cfg.downstreams.size());
+      FUZZ_CHECK(cfg.downstreams[proxy->downstream_index].name == proxy->downstream);
+      FUZZ_CHECK(cfg.downstreams[proxy->downstream_index].kind == gateway::downstream_kind::http);
+      continue;
     }
-    for (const auto& call : route.calls) {
+    const auto& aggregate = *route.aggregate();
+    FUZZ_CHECK(!aggregate.calls.empty());
+    for (const auto& call : aggregate.calls) {
       FUZZ_CHECK(call.downstream_index < cfg.downstreams.size());
       FUZZ_CHECK(cfg.downstreams[call.downstream_index].name == call.downstream);
       for (const auto& name : call.path.param_names()) {
-        FUZZ_CHECK(std::any_of(route.params.begin(), route.params.end(),
+        FUZZ_CHECK(std::any_of(aggregate.params.begin(), aggregate.params.end(),
                                [&](const gateway::param_settings& p) { return p.name == name; }));
       }
     }

@@ -96,23 +96,26 @@ void handle(std::string_view method, std::string_view target) {
   const auto& route = routes[found.index];
   FUZZ_CHECK(route.path == path && (route.method == method || (method == "HEAD" && route.method == "GET")));
 
+  const auto* aggregate = route.aggregate();  // config/gateway.yaml has no pass-through routes
+  FUZZ_CHECK(aggregate != nullptr);
+  const auto& params = aggregate->params;
   std::vector<std::string> values;
-  const auto problem = gateway::extract_params(route, query, {}, values);
-  FUZZ_CHECK(values.size() == route.params.size());
+  const auto problem = gateway::extract_params(route.pattern, params, query, {}, values);
+  FUZZ_CHECK(values.size() == params.size());
   if (!problem.empty()) {
     check_json_string(problem);
     return;
   }
-  for (std::size_t i = 0; i < route.params.size(); ++i) {
-    const auto& p = route.params[i];
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
     FUZZ_CHECK(!p.required || !values[i].empty());
     FUZZ_CHECK(values[i].empty() || !p.matcher || p.matcher->matches(values[i]));
   }
-  for (const auto& call : route.calls) {
+  for (const auto& call : aggregate->calls) {
     std::string downstream_target;
     call.path.expand(downstream_target, [&](const std::string& name) -> std::string_view {
-      for (std::size_t p = 0; p < route.params.size(); ++p) {
-        if (route.params[p].name == name) return values[p];
+      for (std::size_t p = 0; p < params.size(); ++p) {
+        if (params[p].name == name) return values[p];
       }
       return {};
     });

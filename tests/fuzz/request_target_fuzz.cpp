@@ -68,8 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto found = routes->find("GET", target);
   if (found.status != 200) return 0;
   const auto& route = config->routes[found.index];
+  const auto* proxy = route.proxy();
+  FUZZ_CHECK(proxy != nullptr);
   const auto out =
-      gateway::forwarded_target(route, config->downstreams[route.proxy->downstream_index], target);
+      gateway::forwarded_target(route.pattern, *proxy, config->downstreams[proxy->downstream_index], target);
   const std::string_view base = found.index == 0   ? "/base/blob/"
                                 : found.index == 1 ? "/base/item/"
                                                    : "/base/r";

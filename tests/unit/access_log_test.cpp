@@ -68,8 +68,7 @@ TEST_CASE("forwarded client: the rightmost address that is not a trusted proxy",
 }
 
 TEST_CASE("access line: JSON escapes what the client sent and lists each call", "[access_log]") {
-  route_settings route;
-  route.path = "/api/x/{id}";
+  aggregate_route route;
   route.calls.resize(2);
   route.calls[0].name = "pricing";
   route.calls[1].name = "coupon";
@@ -80,7 +79,7 @@ TEST_CASE("access line: JSON escapes what the client sent and lists each call", 
   e.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764633600007));
   e.request_id = "r-1";
   e.method = "GET";
-  e.route = route.path;
+  e.route = "/api/x/{id}";
   e.target = "/api/x/7?session=abc&q=1";
   e.status = 200;
   e.duration_ms = 150.0004;
@@ -109,8 +108,7 @@ TEST_CASE("access line: JSON escapes what the client sent and lists each call", 
 }
 
 TEST_CASE("access line: a call answered from the cache is marked cached with its age", "[access_log]") {
-  route_settings route;
-  route.path = "/r";
+  aggregate_route route;
   route.calls.resize(1);
   route.calls[0].name = "pricing";
   const call_brief calls[] = {
@@ -119,7 +117,7 @@ TEST_CASE("access line: a call answered from the cache is marked cached with its
   e.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764633600007));
   e.request_id = "r-2";
   e.method = "GET";
-  e.route = route.path;
+  e.route = "/r";
   e.target = "/r";
   e.status = 200;
   e.client = "203.0.113.9";
@@ -215,7 +213,7 @@ TEST_CASE("access line: the longest escapes fit and the line stays one JSON obje
   // Every text field made of bytes that escape to the most (\u00XX; invalid UTF-8 to U+FFFD).
   std::string nasty;
   for (int i = 0; i < 600; ++i) nasty += static_cast<char>(i % 3 == 0 ? 0x01 : i % 3 == 1 ? '"' : 0xff);
-  route_settings route;
+  aggregate_route route;
   route.calls.resize(40);
   for (auto& call : route.calls) call.name = nasty.substr(0, 64);
   std::vector<call_brief> calls(route.calls.size(), call_brief{0, 999, 0xffffffffu});

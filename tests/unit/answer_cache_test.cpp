@@ -71,7 +71,7 @@ routes:
   call_result stale;
   stale.outcome = call_outcome::stale;
   stale.body = answer("S");
-  const auto merged = merge_results(r.config->routes[0], {stale});
+  const auto merged = merge_results(std::get<aggregate_route>(r.config->routes[0].kind), {stale});
   CHECK(json::parse(merged.body)[0] ==
         json{{"source", "coupon"}, {"sku", "S"}, {"priceCent", 100}, {"why", "stale"}, {"degraded", true}});
   CHECK(merged.degraded == "coupon;reason=stale");

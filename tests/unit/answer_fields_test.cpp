@@ -41,8 +41,8 @@ call_result ok_with(std::string headers) {
   return r;
 }
 
-route_settings route_with(std::vector<response_header_policy> policies, bool cache_control) {
-  route_settings route;
+aggregate_route route_with(std::vector<response_header_policy> policies, bool cache_control) {
+  aggregate_route route;
   route.response_headers.cache_control = cache_control;
   for (auto& p : policies) {
     call_settings call;
@@ -235,7 +235,7 @@ routes:
 )" + calls,
                                  "t.yaml");
   REQUIRE(loaded.errors.empty());
-  const auto& route = loaded.config->routes[0];
+  const auto& route = std::get<aggregate_route>(loaded.config->routes[0].kind);
   CHECK(route.passes_response_headers);
   const auto& c = route.calls[0].effective_response_headers;
   CHECK(c.forward == std::vector<std::string>{"Content-Language", "X-Cache-Tags", "X-Call"});
@@ -250,8 +250,9 @@ routes:
                                     "      - {name: e, downstream: d, path: /e}\n",
                                 "t.yaml");
   REQUIRE(plain.errors.empty());
-  CHECK_FALSE(plain.config->routes[0].passes_response_headers);
-  CHECK(plain.config->routes[0].calls[0].effective_response_headers.empty());
+  const auto& plain_route = std::get<aggregate_route>(plain.config->routes[0].kind);
+  CHECK_FALSE(plain_route.passes_response_headers);
+  CHECK(plain_route.calls[0].effective_response_headers.empty());
 
   for (const std::string bad :
        {"forward: [Content-Type]", "forward: [transfer-encoding]", "forward: [Vary]",

@@ -38,17 +38,19 @@ TEST_CASE("call methods and bodies in the config", "[body][config]") {
   };
   auto r = load("method: POST, body: client");
   REQUIRE(r.errors.empty());
-  CHECK(r.config->routes[0].takes_body);
-  CHECK(r.config->routes[0].calls[0].method == "POST");
-  CHECK_FALSE(r.config->routes[0].calls[0].idempotent);
+  const auto& route = std::get<aggregate_route>(r.config->routes[0].kind);
+  CHECK(route.takes_body);
+  CHECK(route.calls[0].method == "POST");
+  CHECK_FALSE(route.calls[0].idempotent);
   const auto built = load("method: PUT, body_template: {sku: '{sku}', qty: 2}");
   REQUIRE(built.errors.empty());
-  CHECK_FALSE(built.config->routes[0].takes_body);
-  CHECK(built.config->routes[0].calls[0].idempotent);
+  const auto& built_route = std::get<aggregate_route>(built.config->routes[0].kind);
+  CHECK_FALSE(built_route.takes_body);
+  CHECK(built_route.calls[0].idempotent);
   const auto marked = load("method: POST, idempotent: true");
   INFO((marked.errors.empty() ? std::string() : marked.errors[0].message));
   REQUIRE(marked.config);
-  CHECK(marked.config->routes[0].calls[0].idempotent);
+  CHECK(std::get<aggregate_route>(marked.config->routes[0].kind).calls[0].idempotent);
   CHECK_FALSE(load("body: client").errors.empty());  // GET with a body
   CHECK_FALSE(load("method: HEAD").errors.empty());
   CHECK_FALSE(load("method: POST, body: other").errors.empty());

@@ -56,6 +56,11 @@ routes:
   return *r.config;
 }
 
+// The route every test here loads: an aggregate route with two calls.
+const aggregate_route& route_of(const gateway_config& cfg) {
+  return std::get<aggregate_route>(cfg.routes[0].kind);
+}
+
 }  // namespace
 
 TEST_CASE("call headers: X-Forwarded-* name the peer, what an untrusted client sent is replaced",
@@ -67,21 +72,21 @@ TEST_CASE("call headers: X-Forwarded-* name the peer, what an untrusted client s
   client.fields.emplace("x-forwarded-proto", "https");
   call_headers rendered;
   const auto* fields =
-      rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.1.2.3", .trusted = false});
+      rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.1.2.3", .trusted = false});
   REQUIRE(fields != nullptr);
   CHECK(fields[0].headers ==
         "\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: shop.example");
   CHECK(fields[1].headers == fields[0].headers);
 
   // Over the TLS listener, the proto is the gateway's own: https.
-  fields = rendered.render(cfg.routes[0], cfg.server.forwarded, client,
+  fields = rendered.render(route_of(cfg), cfg.server.forwarded, client,
                            {.address = "10.1.2.3", .trusted = false, .https = true});
   CHECK(fields[0].headers ==
         "\r\nX-Forwarded-For: 10.1.2.3\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.example");
 
   // A trusted proxy's chain is kept and extended.
   fields =
-      rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.1.2.3", .trusted = true});
+      rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.1.2.3", .trusted = true});
   CHECK(
       fields[0].headers ==
       "\r\nX-Forwarded-For: 6.6.6.6, 10.1.2.3\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.example");
@@ -94,16 +99,16 @@ TEST_CASE("call headers: RFC 7239 Forwarded quotes what is not a token, none sen
   call_headers rendered;
   auto cfg = load("  forwarded: forwarded\n", "", "");
   auto* fields =
-      rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "::1", .trusted = false});
+      rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "::1", .trusted = false});
   REQUIRE(fields != nullptr);
   CHECK(fields[0].headers == "\r\nForwarded: for=\"[::1]\";host=\"shop.example:8080\";proto=http");
   fields =
-      rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.0.0.1", .trusted = true});
+      rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.0.0.1", .trusted = true});
   CHECK(fields[0].headers ==
         "\r\nForwarded: for=1.1.1.1, for=10.0.0.1;host=\"shop.example:8080\";proto=http");
 
   cfg = load("  forwarded: none\n", "", "");
-  CHECK(rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.0.0.1"}) == nullptr);
+  CHECK(rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.0.0.1"}) == nullptr);
 }
 
 TEST_CASE("call headers: the route's policy, a call's own, and what it removes", "[headers]") {
@@ -120,7 +125,7 @@ TEST_CASE("call headers: the route's policy, a call's own, and what it removes",
   client.fields.emplace("accept-language", "fr\r\nX-Evil: 1");  // a control character: not passed on
   client.fields.emplace("x-tenant", "t9");
   call_headers rendered;
-  const auto* fields = rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.0.0.1"});
+  const auto* fields = rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.0.0.1"});
   REQUIRE(fields != nullptr);
   CHECK(fields[0].headers ==
         "\r\nAuthorization: Bearer abc\r\nCookie: a=1; b=2\r\nX-Api-Key: k1\r\nX-Team: shop");
@@ -132,7 +137,7 @@ TEST_CASE("call headers: a call may remove a forwarded field", "[headers]") {
   fake_headers client;
   client.fields.emplace("host", "h");
   call_headers rendered;
-  const auto* fields = rendered.render(cfg.routes[0], cfg.server.forwarded, client, {.address = "10.0.0.1"});
+  const auto* fields = rendered.render(route_of(cfg), cfg.server.forwarded, client, {.address = "10.0.0.1"});
   REQUIRE(fields != nullptr);
   CHECK(fields[0].headers ==
         "\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: h");
@@ -165,7 +170,7 @@ TEST_CASE("header policy config: reserved and malformed names, bad values, secre
       "X-Api-Token: literal}}\n    calls: [{name: one, downstream: d, path: /one}]\n",
       "t.yaml");
   REQUIRE(r.errors.empty());
-  const auto& set = r.config->routes[0].calls[0].effective_headers.set;
+  const auto& set = route_of(*r.config).calls[0].effective_headers.set;
   REQUIRE(set.size() == 3);
   CHECK(set[1].name == "X-Key");  // in name order
   CHECK(set[1].value == "s3cret");

@@ -64,7 +64,7 @@ TEST_CASE("a good file loads with every value", "[config]") {
   CHECK(d.connect_timeout == milliseconds(50));
   CHECK(d.max_connections == 16);
   CHECK(d.dns_refresh == std::chrono::seconds(30));
-  const auto& route = c.routes.at(0);
+  const auto& route = std::get<aggregate_route>(c.routes.at(0).kind);
   CHECK(route.deadline == milliseconds(300));
   CHECK(route.response == response_shape::object);
   REQUIRE(route.params.size() == 1);
@@ -121,9 +121,10 @@ TEST_CASE("the shipped default configuration loads", "[config]") {
   REQUIRE(r.config.has_value());
   const auto& route = r.config->routes.at(0);
   CHECK(route.path == "/api/offer/aggregate");
-  CHECK(route.deadline == milliseconds(800));
+  const auto& aggregate = std::get<aggregate_route>(route.kind);
+  CHECK(aggregate.deadline == milliseconds(800));
   std::vector<std::string> names;
-  for (const auto& c : route.calls) names.push_back(c.name);
+  for (const auto& c : aggregate.calls) names.push_back(c.name);
   CHECK(names == std::vector<std::string>{"inventory", "channel-price", "coupon", "review-summary",
                                           "logistics-eta", "recommendation"});
 }
@@ -594,15 +595,16 @@ TEST_CASE("route path templates: their parameters are params, bad templates and 
     REQUIRE(r.errors.empty());
     const auto& route = r.config->routes[0];
     CHECK(route.pattern.type() == route_pattern::kind::templated);
-    const auto sku = std::find_if(route.params.begin(), route.params.end(),
-                                  [](const param_settings& p) { return p.name == "sku"; });
-    REQUIRE(sku != route.params.end());
+    const auto& params = std::get<aggregate_route>(route.kind).params;
+    const auto sku =
+        std::find_if(params.begin(), params.end(), [](const param_settings& p) { return p.name == "sku"; });
+    REQUIRE(sku != params.end());
     CHECK(sku->in_path);
     CHECK(sku->required);
     CHECK(sku->matcher);  // the declared pattern applies to the path segment
-    const auto rest = std::find_if(route.params.begin(), route.params.end(),
-                                   [](const param_settings& p) { return p.name == "rest"; });
-    REQUIRE(rest != route.params.end());
+    const auto rest =
+        std::find_if(params.begin(), params.end(), [](const param_settings& p) { return p.name == "rest"; });
+    REQUIRE(rest != params.end());
     CHECK(rest->in_path);
     CHECK_FALSE(rest->required);
   }
@@ -781,13 +783,13 @@ TEST_CASE("proxy routes: read with their defaults, what they cannot have is refu
     const auto r = load_config_text(good + proxy_route, "t.yaml");
     REQUIRE(r.errors.empty());
     const auto& route = r.config->routes[1];
-    REQUIRE(route.proxy);
+    REQUIRE(route.proxy() != nullptr);
     CHECK(route.method == "*");
-    CHECK(route.calls.empty());
-    CHECK(route.proxy->rewrite == "/blob/");
-    CHECK(route.proxy->timeout == std::chrono::seconds(30));
-    CHECK(route.proxy->idle_timeout == std::chrono::seconds(5));
-    CHECK(route.proxy->max_body_bytes == std::size_t{1} << 30);
+    CHECK(route.aggregate() == nullptr);
+    CHECK(route.proxy()->rewrite == "/blob/");
+    CHECK(route.proxy()->timeout == std::chrono::seconds(30));
+    CHECK(route.proxy()->idle_timeout == std::chrono::seconds(5));
+    CHECK(route.proxy()->max_body_bytes == std::size_t{1} << 30);
     CHECK(effective_config_json(*r.config)["routes"][1]["proxy"]["downstream"] == "inventory");
   }
   SECTION("mistakes") {
@@ -834,7 +836,7 @@ TEST_CASE("${ENV} and ${ENV:-default} work in every value, credentials' values a
   REQUIRE(r.errors.empty());
   CHECK(r.config->server.threads == 3);
   CHECK(r.config->downstreams[0].port == 9007);
-  CHECK(r.config->routes[0].deadline == std::chrono::milliseconds(250));
+  CHECK(std::get<aggregate_route>(r.config->routes[0].kind).deadline == std::chrono::milliseconds(250));
   const auto shown = effective_config_json(*r.config).dump();
   CHECK(shown.find("tok-s3cr3t") == std::string::npos);
   CHECK(shown.find("<redacted>") != std::string::npos);

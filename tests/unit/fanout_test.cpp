@@ -122,7 +122,7 @@ struct harness {
   std::vector<std::string> params;
   fanout_request request(const gateway_config& cfg, const std::vector<downstream*>& targets) {
     fanout_request fr;
-    fr.route = &cfg.routes[0];
+    fr.route = &std::get<aggregate_route>(cfg.routes[0].kind);
     fr.targets = &targets;
     fr.params = &params;
     fr.deadline = clock::now() + 10s;
@@ -264,7 +264,8 @@ routes:
                             "test.yaml");
   REQUIRE(r.errors.empty());
   const auto& cfg = *r.config;
-  REQUIRE(cfg.routes[0].passes_status);
+  const auto& route = std::get<aggregate_route>(cfg.routes[0].kind);
+  REQUIRE(route.passes_status);
   timer_downstream plain(h.ioc, 5s, true);         // optional, passes nothing: cancelled, not waited for
   timer_downstream forbidden(h.ioc, 80ms, false);  // listed first among those that pass, answers last
   forbidden.status = 403;
@@ -283,13 +284,13 @@ routes:
   CHECK(took < 4s);     // the others were not
   REQUIRE(results.size() == 4);
   CHECK(results[0].outcome == call_outcome::cancelled);
-  CHECK(passes_to_client(cfg.routes[0].calls[1], results[1]));
+  CHECK(passes_to_client(route.calls[1], results[1]));
   CHECK(results[1].status == 403);
-  CHECK(passes_to_client(cfg.routes[0].calls[2], results[2]));
+  CHECK(passes_to_client(route.calls[2], results[2]));
   CHECK(results[3].outcome == call_outcome::cancelled);
   // A status a call does not list is not passed.
-  CHECK_FALSE(passes_to_client(cfg.routes[0].calls[2], results[1]));
-  CHECK_FALSE(passes_to_client(cfg.routes[0].calls[0], results[2]));
+  CHECK_FALSE(passes_to_client(route.calls[2], results[1]));
+  CHECK_FALSE(passes_to_client(route.calls[0], results[2]));
 }
 
 // The client leaves while run() waits: every call ends inside cancel()'s loop, the last one too, and run()

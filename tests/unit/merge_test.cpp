@@ -10,7 +10,7 @@ using nlohmann::json;
 
 namespace {
 
-route_settings route_with(const std::string& shape) {
+aggregate_route route_with(const std::string& shape) {
   auto r = load_config_text(R"(
 downstreams:
   d: {url: http://127.0.0.1:9}
@@ -24,7 +24,7 @@ routes:
 )",
                             "test.yaml");
   REQUIRE(r.errors.empty());
-  return r.config->routes[0];
+  return std::get<aggregate_route>(r.config->routes[0].kind);
 }
 
 call_result ok(json body) {

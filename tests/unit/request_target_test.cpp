@@ -180,7 +180,9 @@ TEST_CASE("pass-through targets: whatever the client sends stays under the route
     if (found.status != 200) continue;
     ++matched;
     const auto& route = config.routes[found.index];
-    const auto out = forwarded_target(route, config.downstreams[route.proxy->downstream_index], target);
+    const auto& proxy = std::get<proxy_route>(route.kind);
+    const auto out =
+        forwarded_target(route.pattern, proxy, config.downstreams[proxy.downstream_index], target);
     INFO(sent << " -> " << out);
     CHECK(out.rfind(found.index == 0 ? "/base/blob/" : found.index == 1 ? "/base/item/" : "/base/r", 0) == 0);
     check_clean_path(out);

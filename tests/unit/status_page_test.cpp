@@ -131,8 +131,7 @@ TEST_CASE("status page: the window compares with the newest sample at least a sp
 }
 
 TEST_CASE("status page: recent_degraded keeps the newest entries, the failed calls only", "[status]") {
-  route_settings route;
-  route.path = "/api/offer";
+  aggregate_route route;
   route.calls.resize(2);
   route.calls[0].name = "inventory";
   route.calls[0].downstream = "inv";
@@ -146,7 +145,7 @@ TEST_CASE("status page: recent_degraded keeps the newest entries, the failed cal
 
   recent_degraded ring(3);
   CHECK(ring.newest_first().empty());
-  for (int i = 0; i < 5; ++i) ring.record("id-" + std::to_string(i), route, results);
+  for (int i = 0; i < 5; ++i) ring.record("id-" + std::to_string(i), "/api/offer", route, results);
   CHECK(ring.recorded() == 5);
   const auto kept = ring.newest_first();
   REQUIRE(kept.size() == 3);
