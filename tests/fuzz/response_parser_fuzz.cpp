@@ -6,11 +6,13 @@
 // exact buffer handed over (ASan); and the answer does not depend on how the bytes were cut: the same
 // bytes presented at once and in pieces give the same result (Cache-Control freshness at most a day, and
 // the Content-Encoding, included); and freshness_seconds() on the raw bytes is bounded too.
-// Header capture is on (a policy naming a few fields, cookies and Cache-Control, and for the statuses a
-// call passes, another naming WWW-Authenticate and Retry-After): every kept line is
-// "Name: value" with a value of text within its cap, all of them within the total cap, the same however
-// the bytes were cut; and the kept Cache-Control values, and the raw bytes, combine to a Cache-Control
-// value without a crash.
+// The plain reading of common heads and Beast's reading (head_reading::beast_only) give the same outcome
+// for every input, whole or cut (a differential check of the one against the other).
+// Header capture is on for half the inputs (a policy naming a few fields, cookies and Cache-Control, and for
+// the statuses a call passes, another naming WWW-Authenticate and Retry-After): every kept line is "Name:
+// value" with a value of text within its cap, all of them within the total cap, the same however the bytes
+// were cut; and the kept Cache-Control values, and the raw bytes, combine to a Cache-Control value without a
+// crash.
 
 #include "gateway/codec/char_class.hpp"
 #include "gateway/config/config.hpp"
@@ -41,6 +43,7 @@ struct outcome {
   gateway::content_coding coding = gateway::content_coding::identity;
   std::string body;
   std::string captured;
+  bool shareable = true;
   std::size_t consumed = 0;
 };
 
@@ -97,10 +100,10 @@ std::size_t put_exact(gateway::response_parser& parser, const std::string& pendi
   return parser.put(std::string_view(copy.get(), pending.size()), ec);
 }
 
-outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_limit,
-              fuzz::piece_sizes sizes) {
-  gateway::response_parser parser(body_limit, header_limit);
-  parser.capture({&capture_policy(), &pass_policy()});
+outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_limit, bool capture,
+              gateway::head_reading reading, fuzz::piece_sizes sizes) {
+  gateway::response_parser parser(body_limit, header_limit, reading);
+  if (capture) parser.capture({&capture_policy(), &pass_policy()});
   outcome o;
   std::string pending;  // bytes received and not yet consumed, as in the connection's read buffer
   std::size_t at = 0;
@@ -142,6 +145,7 @@ outcome parse(std::string_view wire, std::size_t body_limit, std::size_t header_
     FUZZ_CHECK(o.fresh_for <= 24 * 3600);
     o.body = parser.body();
     o.captured = parser.captured();
+    o.shareable = parser.shareable();
     check_captured(o.captured);
     FUZZ_CHECK(o.status >= 100 && o.status <= 999);
     FUZZ_CHECK(o.body.size() <= body_limit);
@@ -158,7 +162,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // limit is 16 KiB. Smaller limits reach the limit checks with short inputs.
   static constexpr std::size_t body_limits[] = {0, 1, 16, 64, 4096, 65536, 1 << 20, 256u << 20};
   static constexpr std::size_t header_limits[] = {0, 1, 16, 64, 256, 1024, 4096, 16384};
-  const auto body_limit = body_limits[in.byte() & 7];
+  const auto limits = in.byte();
+  const auto body_limit = body_limits[limits & 7];
+  const bool capture = (limits & 8) == 0;
   const auto header_limit = header_limits[in.byte() & 7];
   const auto split = in.byte();
   const auto wire = in.rest();
@@ -170,17 +176,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   raw.directives = gateway::parse_cache_directives(wire);
   FUZZ_CHECK(!gateway::strictest_cache_control({raw}).empty());
 
-  const auto whole = parse(wire, body_limit, header_limit, fuzz::piece_sizes(0));
-  const auto cut = parse(wire, body_limit, header_limit, fuzz::piece_sizes(split));
-  FUZZ_CHECK(whole.done == cut.done);
-  if (whole.done) {
-    FUZZ_CHECK(whole.status == cut.status);
-    FUZZ_CHECK(whole.keep_alive == cut.keep_alive);
-    FUZZ_CHECK(whole.fresh_for == cut.fresh_for);
-    FUZZ_CHECK(whole.coding == cut.coding);
-    FUZZ_CHECK(whole.body == cut.body);
-    FUZZ_CHECK(whole.captured == cut.captured);
-    FUZZ_CHECK(whole.consumed == cut.consumed);
+  using gateway::head_reading;
+  const auto whole =
+      parse(wire, body_limit, header_limit, capture, head_reading::plain_first, fuzz::piece_sizes(0));
+  const auto cut =
+      parse(wire, body_limit, header_limit, capture, head_reading::plain_first, fuzz::piece_sizes(split));
+  const auto beast =
+      parse(wire, body_limit, header_limit, capture, head_reading::beast_only, fuzz::piece_sizes(0));
+  const auto beast_cut =
+      parse(wire, body_limit, header_limit, capture, head_reading::beast_only, fuzz::piece_sizes(split));
+  for (const auto* other : {&cut, &beast, &beast_cut}) {
+    FUZZ_CHECK(whole.done == other->done);
+    FUZZ_CHECK(whole.failed == other->failed);
+    if (!whole.done) continue;
+    FUZZ_CHECK(whole.status == other->status);
+    FUZZ_CHECK(whole.keep_alive == other->keep_alive);
+    FUZZ_CHECK(whole.fresh_for == other->fresh_for);
+    FUZZ_CHECK(whole.coding == other->coding);
+    FUZZ_CHECK(whole.body == other->body);
+    FUZZ_CHECK(whole.captured == other->captured);
+    FUZZ_CHECK(whole.shareable == other->shareable);
+    FUZZ_CHECK(whole.consumed == other->consumed);
   }
   return 0;
 }

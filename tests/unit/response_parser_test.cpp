@@ -3,6 +3,8 @@
 
 #include "gateway/downstream/response_parser.hpp"
 
+#include "gateway/config/config.hpp"
+
 #include <boost/beast/http/error.hpp>
 #include <catch2/catch.hpp>
 
@@ -357,4 +359,120 @@ TEST_CASE("response parser: status lines and chunk lines beyond Beast's grammar,
       parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0000000000000002\r\n{}\r\n0\r\n\r\n").ec ==
       http::error::bad_chunk);
   CHECK(parse("HTTP/1.1 200 OK\r\nProxy-Connection: close\r\nContent-Length: 2\r\n\r\n{}").keep_alive);
+}
+
+namespace {
+
+// Everything a call reads of an answer, from one reading of `wire` put whole (then the end of the
+// connection, when the answer is not done).
+struct reading {
+  bool plain = false;  // the final head was read without Beast
+  bool done = false;
+  error_code ec;
+  std::size_t used = 0;
+  unsigned status = 0;
+  bool keep_alive = false;
+  std::uint32_t fresh_for = 0;
+  content_coding coding = content_coding::identity;
+  bool shareable = true;
+  std::string body;
+};
+
+reading read_with(head_reading how, const std::string& wire) {
+  response_parser p(1 << 20, 8192, how);
+  reading r;
+  r.used = p.put(wire, r.ec);
+  if (r.ec == http::error::need_more) p.put_eof(r.ec);
+  r.plain = p.read_plain();
+  r.done = p.is_done();
+  r.status = p.status();
+  r.keep_alive = p.keep_alive();
+  r.fresh_for = p.fresh_for();
+  r.coding = p.coding();
+  r.shareable = p.shareable();
+  r.body = p.body();
+  return r;
+}
+
+// `wire` read both ways: the same answer; `plain` says whether the plain reading took its head.
+void check_same_reading(const std::string& wire, bool plain) {
+  INFO(wire);
+  const auto a = read_with(head_reading::plain_first, wire);
+  const auto b = read_with(head_reading::beast_only, wire);
+  CHECK(a.plain == plain);
+  CHECK_FALSE(b.plain);
+  CHECK(a.done == b.done);
+  CHECK(a.ec == b.ec);
+  CHECK(a.used == b.used);
+  CHECK(a.status == b.status);
+  CHECK(a.keep_alive == b.keep_alive);
+  CHECK(a.fresh_for == b.fresh_for);
+  CHECK(a.coding == b.coding);
+  CHECK(a.shareable == b.shareable);
+  CHECK(a.body == b.body);
+}
+
+}  // namespace
+
+TEST_CASE("response parser: a common head is read without Beast, with the answer Beast gives", "[response]") {
+  const std::string ok = "HTTP/1.1 200 OK\r\n";
+  check_same_reading(
+      ok + "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n{}", true);
+  check_same_reading(ok + "content-length:0\r\n\r\n", true);
+  check_same_reading(ok + "Content-Length: 5\r\nConnection: Close\r\n\r\nhello", true);  // not kept alive
+  check_same_reading(ok + "Content-Length: 5\r\nConnection: foo, , close ,bar\r\n\r\nhello", true);
+  check_same_reading(ok + "Content-Length: 005\r\n\r\nhelloEXTRA", true);   // bytes behind it stay unused
+  check_same_reading("HTTP/1.1 503 \r\nContent-Length: 1\r\n\r\nx", true);  // an empty reason phrase
+  check_same_reading("HTTP/1.1 404 Not \x80 Found\r\nContent-Length: 1\r\n\r\nx", true);  // obs-text
+  check_same_reading(
+      ok + "Cache-Control: max-age=60, public\r\nCache-Control: max-age=30\r\nContent-Length: 1\r\n\r\nx",
+      true);
+  check_same_reading(ok + "Vary: Accept-Language\r\nContent-Length: 1\r\n\r\nx", true);
+  check_same_reading(ok + "Vary: Accept-Encoding\r\nContent-Length: 1\r\n\r\nx", true);
+  check_same_reading(ok + "Content-Encoding: gzip\r\nContent-Length: 1\r\n\r\nx", true);
+  check_same_reading(ok + "Content-Encoding: gzip\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx",
+                     true);
+  check_same_reading(ok + "X-Empty:\r\nX-Tab:\tv\t\r\nContent-Length: 1\r\n\r\nx", true);
+  check_same_reading(ok + "Content-Length: 4\r\n\r\nab", true);  // cut short by the end of the connection
+}
+
+TEST_CASE("response parser: any other head goes to Beast, and is read as before", "[response]") {
+  const std::string ok = "HTTP/1.1 200 OK\r\n";
+  check_same_reading(ok + "Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n", false);
+  check_same_reading(ok + "Content-Length: 1\r\nContent-Length: 1\r\n\r\nx", false);  // two lengths
+  check_same_reading(ok + "Content-Length: 1, 1\r\n\r\nx", false);
+  check_same_reading(ok + "Content-Length: +1\r\n\r\nx", false);
+  check_same_reading(ok + "Content-Length: 1234567890123456789\r\n\r\nx", false);     // 19 digits
+  check_same_reading(ok + "Content-Length: 2000000\r\n\r\nx", false);                 // beyond the body limit
+  check_same_reading(ok + "X-Folded: a\r\n b\r\nContent-Length: 1\r\n\r\nx", false);  // obs-fold
+  check_same_reading(ok + " X: a\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "X Y: a\r\nContent-Length: 1\r\n\r\nx", false);  // space in a name
+  check_same_reading(ok + "X : a\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "X: a\rb\r\nContent-Length: 1\r\n\r\nx", false);  // a CR alone
+  check_same_reading(ok + "X: a\nContent-Length: 1\r\n\r\nx", false);       // an LF alone
+  check_same_reading(ok + "X: a\x01\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "Connection: close;x\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "Upgrade: h2c\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "Proxy-Connection: close\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading(ok + "\r\nbody to the end", false);  // no length: read to the end of the connection
+  check_same_reading("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading("HTTP/1.1 200\r\nContent-Length: 1\r\n\r\nx", false);  // no SP: Beast's rewrite
+  check_same_reading("HTTP/1.1 204 No Content\r\nContent-Length: 1\r\n\r\n", false);
+  check_same_reading("HTTP/1.1 304 Not Modified\r\nContent-Length: 1\r\n\r\n", false);
+  check_same_reading("HTTP/1.1 100 Continue\r\n\r\n" + ok + "Content-Length: 1\r\n\r\nx",
+                     true);  // then plain
+  check_same_reading("HTTP/1.1 600 Odd\r\nContent-Length: 1\r\n\r\nx", false);
+  check_same_reading("HTTP/1.1 2000 OK\r\nContent-Length: 1\r\n\r\nx", false);
+
+  // Fields to keep for the client: always Beast's reading.
+  response_header_policy keep;
+  keep.forward = {"X-Tag"};
+  response_parser p(1 << 20, 8192);
+  p.capture({&keep, nullptr});
+  error_code ec;
+  p.put("HTTP/1.1 200 OK\r\nX-Tag: a\r\nContent-Length: 1\r\n\r\nx", ec);
+  CHECK_FALSE(ec);
+  CHECK(p.is_done());
+  CHECK_FALSE(p.read_plain());
+  CHECK(p.captured() == "X-Tag: a\r\n");
 }
