@@ -153,7 +153,12 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
 
 void percent_encode(std::string_view in, std::string& out) {
   static constexpr auto kept = boost::urls::unreserved_chars - '.';
-  boost::urls::encode(in, kept, {}, boost::urls::string_token::append_to(out));
+  // The common value (letters, digits, '-', '_', '~') is appended as it is, without encode()'s sizing pass.
+  std::size_t plain = 0;
+  while (plain < in.size() && kept(in[plain])) ++plain;
+  out.append(in.data(), plain);
+  if (plain < in.size())
+    boost::urls::encode(in.substr(plain), kept, {}, boost::urls::string_token::append_to(out));
 }
 
 }  // namespace gateway

@@ -10,7 +10,6 @@
 #include "gateway/observe/recent_degraded.hpp"
 #include "gateway/server/cors.hpp"
 
-#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -175,9 +174,13 @@ namespace {
 std::string make_request_id(std::string_view incoming) {
   if (safe_token(incoming, 128)) return std::string(incoming);
   thread_local std::mt19937_64 rng{random_seed()};
-  const std::uint64_t a = rng();
-  const std::uint64_t b = rng();
-  return fmt::format("{:016x}{:016x}", a, b);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id(32, '0');  // 32 lowercase hex digits of two 64-bit draws
+  for (std::size_t half = 0; half < 2; ++half) {
+    auto bits = rng();
+    for (std::size_t i = 16; i-- > 0; bits >>= 4) id[half * 16 + i] = hex[bits & 15];
+  }
+  return id;
 }
 
 request_handler::request_handler(const gateway_config& config, std::vector<std::vector<downstream*>> targets,
