@@ -290,7 +290,8 @@ TEST_CASE("proxy: the downstream's circuit breaker judges exchanges, open, it an
   gateway_process gw(config);
   mock.set_mode("coupon", "unavailable");  // 503 answers: failures, relayed as they are
   for (int i = 0; i < 3; ++i) CHECK(http_get(gw.port(), "/shop/coupon?sku=1").status == 503);
-  CHECK(metric(gw, "gateway_circuit_state", {{"downstream", "shop"}}) == 2);
+  // The breaker judges an exchange once it has ended, just after the client has the answer relayed.
+  CHECK(settled_metric(gw, "gateway_circuit_state", {{"downstream", "shop"}}, 2) == 2);
   const auto calls = mock.path_counter(mock.stats(), "coupon", "requests");
   const auto r = http_get(gw.port(), "/shop/coupon?sku=1");
   CHECK(r.status == 503);
