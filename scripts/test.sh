@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds the release, portable (read_readiness on public Asio API only) and
 # sanitizer (ASan+UBSan) presets, and runs the whole test suite (ctest) under each, then the fuzz targets
-# briefly, then a smoke run of the benchmark kit. The portable build follows the release one: only the
+# briefly, then a smoke run of the benchmark kit, then the guard on instructions per request. The portable build follows the release one: only the
 # files that differ are compiled again, the rest comes from ccache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh build test fuzz
+scripts/setup.sh build test fuzz bench
 for preset in release portable asan; do
   echo "=== build: $preset"
   scripts/build.sh "$preset"
@@ -28,3 +28,8 @@ tests/fuzz/http_survival.sh build/release/bin 20
 # The benchmark kit still works end to end (a few seconds per scenario; correctness only, never timing).
 echo "=== benchmark smoke run"
 loadtest/bench.sh --quick --no-build
+# User-space instructions per request on the seed route and the six-call route, counted by callgrind (a
+# busy machine does not move them): more than 3% over loadtest/instructions-baseline fails. The baseline
+# moves only in a commit that says why.
+echo "=== instructions per request (loadtest/instructions-baseline)"
+loadtest/instructions.sh --bin build/release/bin --check loadtest/instructions-baseline
