@@ -21,8 +21,6 @@ inline constexpr chars field_text = chars([](char c) {
   const auto u = static_cast<unsigned char>(c);
   return u == '\t' || (u >= 0x20 && u != 0x7f);
 });
-// Decimal digits (Content-Length).
-inline constexpr chars digit = "0123456789";
 // Hex digits, either case (chunk sizes).
 inline constexpr chars hexdig = chars(boost::urls::grammar::hexdig_chars);
 // Lowercase hex digits, as W3C trace context writes them.

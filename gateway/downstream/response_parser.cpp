@@ -70,33 +70,6 @@ error_code check_chunk_line(std::string_view line) {
   return {};
 }
 
-// What read_plain_head() tests a byte for, one table lookup each (faster than lut_chars' bit test on this
-// path): field text (RFC 9110 field-vchar, SP, HTAB, obs-text) and token characters.
-constexpr std::uint8_t text_byte = 1;
-constexpr std::uint8_t token_byte = 2;
-constexpr auto byte_classes = [] {
-  std::array<std::uint8_t, 256> table{};
-  for (unsigned c = 0; c < 256; ++c) {
-    const auto ch = static_cast<char>(c);
-    table[c] = static_cast<std::uint8_t>((char_class::field_text(ch) ? text_byte : 0) |
-                                         (char_class::tchar(ch) ? token_byte : 0));
-  }
-  return table;
-}();
-inline bool is(std::uint8_t what, char c) {
-  return (byte_classes[static_cast<unsigned char>(c)] & what) != 0;
-}
-
-// `name` (token characters) is `lower` (lowercase letters and '-') in any case: setting bit 0x20 lowers a
-// letter and keeps '-', and of the token characters only the letter's two cases map to a lowercase letter.
-bool is_name(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    if ((name[i] | 0x20) != lower[i]) return false;
-  }
-  return true;
-}
-
 // The field line at the start of `s` is followed by a continuation line (obs-fold).
 bool continued(std::string_view s) {
   const auto eol = s.find("\r\n");
@@ -113,17 +86,15 @@ bool has_bare_lf(std::string_view s) {
 
 }  // namespace
 
-response_parser::response_parser(std::size_t body_limit, std::size_t header_limit, head_reading reading)
-    : body_limit_(body_limit), header_limit_(header_limit), reading_(reading) {
+response_parser::response_parser(std::size_t body_limit, std::size_t header_limit)
+    : body_limit_(body_limit), header_limit_(header_limit) {
   start_message();
 }
 
 // The legal changes of state; any other is a bug:
 //   awaiting -> head (the first byte)
-//   head     -> head (an interim response skipped) | body | sized | done (a final head without a body)
-//               | failed
+//   head     -> head (an interim response skipped) | body | done (a final head without a body) | failed
 //   body     -> chunks (a chunk with data) | trailers (a last chunk first) | done | failed
-//   sized    -> done | failed
 //   chunks   -> chunks (the next chunk) | trailers | failed
 //   trailers -> done | failed
 //   done, failed -> none
@@ -132,10 +103,7 @@ constexpr bool response_parser::legal(state from, state to) {
     case state::awaiting:
       return to == state::head;
     case state::head:
-      return to == state::head || to == state::body || to == state::sized || to == state::done ||
-             to == state::failed;
-    case state::sized:
-      return to == state::done || to == state::failed;
+      return to == state::head || to == state::body || to == state::done || to == state::failed;
     case state::body:
       return to == state::chunks || to == state::trailers || to == state::done || to == state::failed;
     case state::chunks:
@@ -200,8 +168,7 @@ void response_parser::put_eof(error_code& ec) {
     case state::awaiting:  // no answer at all: nothing to fail (got_some() stays false)
       ec = http::error::partial_message;
       return;
-    case state::head:   // nothing of the final response given to Beast yet
-    case state::sized:  // (Beast's put_eof() ends a Content-Length body cut short the same way)
+    case state::head:  // nothing of the final response given to Beast yet
       ec = http::error::partial_message;
       return enter(state::failed);
     default:
@@ -230,10 +197,6 @@ std::size_t response_parser::put_head(std::string_view data, error_code& ec) {
   if (head.size() > header_limit_) {
     ec = http::error::header_limit;
     return 0;
-  }
-  if (reading_ == head_reading::plain_first && keep_.fields == nullptr && keep_.pass == nullptr &&
-      read_plain_head(head)) {
-    return head.size();
   }
   auto fed = head;
   auto n = feed(head, ec);
@@ -270,105 +233,6 @@ std::size_t response_parser::put_head(std::string_view data, error_code& ec) {
   return finish_head(ec) ? head.size() : 0;
 }
 
-// The whole head (its blank line included), read without Beast when it has the common form (see the
-// header); false, with nothing changed, for any other, which Beast then parses. Only what Beast accepts
-// with the same meaning is taken here: a status line "HTTP/1.1 DDD reason" with a final status other than
-// 204 and 304, fields "token:value" on one line each (value text, no CR or LF alone), exactly one
-// Content-Length of 1 to 18 digits within the body limit, Connection a list of tokens; a Transfer-Encoding,
-// Upgrade or Proxy-Connection field goes to Beast. Cache-Control, Vary and Content-Encoding are read as
-// reader::on_field_impl reads them.
-bool response_parser::read_plain_head(std::string_view head) {
-  // One pass. Neither CR nor LF is text or a token character, and the head ends with its first CRLFCRLF,
-  // so every loop below stops inside it.
-  const char* p = head.data();
-  const char* const end = p + head.size();
-  if (head.size() < 17 || std::string_view(p, 9) != "HTTP/1.1 " || p[12] != ' ') return false;
-  unsigned code = 0;
-  for (const char* d = p + 9; d != p + 12; ++d) {
-    if (*d < '0' || *d > '9') return false;
-    code = code * 10 + static_cast<unsigned>(*d - '0');
-  }
-  if (code < 200 || code > 599 || code == 204 || code == 304) return false;
-  for (p += 13; is(text_byte, *p);) ++p;  // the reason phrase
-  if (p[0] != '\r' || p[1] != '\n') return false;
-  std::optional<std::uint64_t> length;
-  bool close = false;
-  bool keep_alive = false;
-  std::optional<std::uint32_t> fresh_for;
-  auto coding = content_coding::identity;
-  bool coding_seen = false;
-  bool shareable = true;
-  for (p += 2; *p != '\r';) {
-    const char* const name_at = p;
-    while (is(token_byte, *p)) ++p;
-    if (p == name_at || *p != ':') return false;
-    const std::string_view name(name_at, static_cast<std::size_t>(p - name_at));
-    const char* const value_at = ++p;
-    while (is(text_byte, *p)) ++p;
-    if (p[0] != '\r' || p[1] != '\n') return false;
-    const auto value = trim_ows(std::string_view(value_at, static_cast<std::size_t>(p - value_at)));
-    p += 2;
-    switch (name.size()) {
-      case 14:
-        if (!is_name(name, "content-length")) break;
-        if (length || value.empty() || value.size() > 18) return false;
-        length = 0;
-        for (const char c : value) {
-          if (c < '0' || c > '9') return false;
-          *length = *length * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        break;
-      case 10:
-        if (!is_name(name, "connection")) break;
-        for (auto rest = value;;) {  // a list of tokens (empty elements allowed, as Beast has it)
-          const auto comma = rest.find(',');
-          const auto option = trim_ows(rest.substr(0, comma));
-          if (!char_class::all_of(option, char_class::tchar)) return false;
-          if (iequals(option, "close")) close = true;
-          if (iequals(option, "keep-alive")) keep_alive = true;
-          if (comma == std::string_view::npos) break;
-          rest.remove_prefix(comma + 1);
-        }
-        break;
-      case 7:
-      case 17:
-        if (is_name(name, "upgrade") || is_name(name, "transfer-encoding")) return false;
-        break;
-      case 13:
-        if (!is_name(name, "cache-control")) break;
-        if (const auto seconds = freshness_seconds(value)) {
-          fresh_for = std::min(fresh_for.value_or(*seconds), *seconds);
-        }
-        break;
-      case 4:
-        if (is_name(name, "vary") && varies_beyond_key(value)) shareable = false;
-        break;
-      case 16:
-        if (is_name(name, "proxy-connection")) return false;
-        if (!is_name(name, "content-encoding")) break;
-        coding = coding_seen ? content_coding::unknown : parse_content_coding(value);
-        coding_seen = true;
-        break;
-      default:
-        break;
-    }
-  }
-  if (p + 2 != end) return false;  // (not expected: the head ends at its first blank line)
-  if (!length || *length > body_limit_) return false;
-  status_ = code;
-  connection_close_ = close;
-  connection_keep_alive_ = keep_alive;
-  keep_alive_ = !close;
-  fresh_for_ = fresh_for;
-  coding_ = coding;
-  coding_seen_ = coding_seen;
-  shareable_ = shareable;
-  body_.reserve(static_cast<std::size_t>(*length));
-  body_left_ = *length;
-  enter(*length == 0 ? state::done : state::sized);
-  return true;
-}
-
 // The head is complete and within the limit.
 bool response_parser::finish_head(error_code& ec) {
   if (status_ / 100 == 1) {
@@ -401,17 +265,6 @@ bool response_parser::finish_head(error_code& ec) {
 }
 
 std::size_t response_parser::put_body(std::string_view data, error_code& ec) {
-  if (state_ == state::sized) {
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*body_left_, data.size()));
-    body_.append(data.data(), n);
-    *body_left_ -= n;
-    if (*body_left_ == 0) {
-      enter(state::done);
-    } else {
-      ec = http::error::need_more;
-    }
-    return n;
-  }
   std::size_t n = 0;
   if (state_ == state::body && reader_->chunked() && data.size() < 5) {
     // Beast 1.81 asserts that it has 5 bytes at a chunk-size line once it has seen a last chunk of 3

@@ -15,12 +15,6 @@
 // has failed, and nothing more may be put (asserted). Limits: the head (status line and fields) at most
 // `header_limit` bytes, a chunk-size line at most 4096 and a trailer section within `header_limit`, the
 // body at most `body_limit`. Not movable: the Beast parser inside refers back to it.
-//
-// The common head (HTTP/1.1, a final status other than 204 and 304, framed by one Content-Length, plain
-// fields without obs-fold, no Transfer-Encoding, Upgrade or Proxy-Connection, no fields to capture) is
-// read here without Beast (read_plain_head()), and its body counted here; any other head, and any head
-// this reading is not sure of, goes to Beast as above. Both readings give the same answer for the same
-// bytes: the fuzz target compares them (head_reading::beast_only) on every input.
 
 #include "gateway/codec/content_coding.hpp"
 
@@ -46,13 +40,9 @@ struct answer_capture {
   const passed_answer_policy* pass = nullptr;
 };
 
-// beast_only: every head goes to Beast (the reference reading the plain one is compared with).
-enum class head_reading : std::uint8_t { plain_first, beast_only };
-
 class response_parser {
  public:
-  response_parser(std::size_t body_limit, std::size_t header_limit,
-                  head_reading reading = head_reading::plain_first);
+  response_parser(std::size_t body_limit, std::size_t header_limit);
   response_parser(const response_parser&) = delete;
   response_parser& operator=(const response_parser&) = delete;
 
@@ -84,8 +74,6 @@ class response_parser {
   bool captured_cookie() const { return captured_cookie_; }
   // False when a Vary field makes the answer unfit to share under its key (varies_beyond_key()).
   bool shareable() const { return shareable_; }
-  // The final head was read without Beast (read_plain_head()).
-  bool read_plain() const { return body_left_.has_value(); }
 
  private:
   // Where the answer is. Transitions: legal(), enter(). Before the final head, `reader_` has been given
@@ -93,10 +81,8 @@ class response_parser {
   enum class state : std::uint8_t {
     awaiting,  // nothing received yet (a put_eof() now fails without leaving it: got_some() stays false)
     head,      // a head is arriving: the answer's, or the one after an interim (1xx) response
-    body,      // the final head is parsed by Beast: its body is arriving (by Content-Length, to the end
-               // of the connection, or chunked, up to the first chunk with data)
-    sized,     // the final head is read here (read_plain_head()): its body of Content-Length bytes is
-               // arriving (body_left_: what is still to come of it)
+    body,      // the final head is parsed: its body is arriving (by Content-Length, to the end of the
+               // connection, or chunked, up to the first chunk with data)
     chunks,    // chunked: past the size line of a chunk with data: its data (chunk_left_: what is still
                // to come of it), then a CRLF before each next chunk-size line
     trailers,  // chunked: Beast has taken the last chunk and is parsing the trailer section after it
@@ -134,7 +120,6 @@ class response_parser {
   void enter(state next);
   void start_message();
   std::size_t put_head(std::string_view data, boost::system::error_code& ec);
-  bool read_plain_head(std::string_view head);
   bool finish_head(boost::system::error_code& ec);
   std::size_t put_body(std::string_view data, boost::system::error_code& ec);
   std::size_t put_chunk_line(std::string_view data, boost::system::error_code& ec);
@@ -143,8 +128,6 @@ class response_parser {
 
   std::size_t body_limit_;
   std::size_t header_limit_;
-  head_reading reading_;
-  std::optional<std::uint64_t> body_left_;  // set by read_plain_head(): the body's bytes still to come
   std::optional<reader> reader_;
   // The start of the bytes the reader is parsing (the views its callbacks are given lie in them).
   const char* fed_ = nullptr;
