@@ -22,8 +22,9 @@
 // all finished in this process before the decision, so the tail rule needs no buffering; downstreams
 // told "not sampled" may still have dropped their part of such a trace.
 //
-// Threads and bounds: submit() runs on any thread and never blocks: it moves the record into a lock-free
-// queue of at most `max_queue_spans` spans, or drops it (counted). One export thread takes batches of up
+// Threads and bounds: submit() runs on any thread: it moves the record into a queue (trace_queue.hpp, a
+// deque under a mutex the export thread holds only while it moves a batch out) of at most
+// `max_queue_spans` spans, or drops it (counted). One export thread takes batches of up
 // to `max_batch_spans` spans, when a batch is full or `batch_delay` after the last export, encodes them
 // (otlp_encoding.hpp) and POSTs them (otlp_http_sender.hpp): connect, write and read within
 // `export_timeout`. A failed batch is dropped (counted), never sent again, and the next export waits an
@@ -89,7 +90,7 @@ class tracer {
     return record.sampled || degraded_or_failed;
   }
 
-  // Any thread; never blocks, allocates nothing. A record keep() refuses is discarded (not counted); one
+  // Any thread; waits at most for the queue's mutex. A record keep() refuses is discarded (not counted); one
   // that does not fit in the queue, or comes after shutdown() began, is dropped and counted. Nothing
   // happens when tracing is disabled.
   void submit(trace_record&& record, bool degraded_or_failed) noexcept;
