@@ -878,3 +878,9 @@ TEST_CASE("downstream settings compare equal wherever they stand in the file and
   pool.sql.pool_size += 1;
   CHECK_FALSE(pool == *sqlite);
 }
+
+TEST_CASE("the configuration's version is the first 16 hex digits of the text's SHA-256", "[config]") {
+  CHECK(config_version("abc") == "ba7816bf8f01cfea");  // FIPS 180-2's example
+  CHECK(config_version("") == "e3b0c44298fc1c14");
+  CHECK(config_version(std::string(1000, 'a')) == "41edece42d63e8d9");
+}
