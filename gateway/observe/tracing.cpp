@@ -58,8 +58,8 @@ void tracer_state::run() {
     for (;;) {
       {
         std::unique_lock lock(mutex);
-        // submit() notifies without the mutex, so a wake-up can be missed: the timed wait bounds the
-        // delay that costs to batch_delay.
+        // submit() takes this mutex before it notifies, so a full batch's wake-up is never missed; the
+        // timed wait is for batch_delay and the end of a backoff.
         wake.wait_until(lock, std::max(next_export, resume_at), [&] {
           return stopping || (queue.spans() >= settings.max_batch_spans && clock::now() >= resume_at);
         });
@@ -176,10 +176,15 @@ void tracer::submit(trace_record&& record, bool degraded_or_failed) noexcept {
     s.dropped.fetch_add(spans, std::memory_order_relaxed);
     return;
   }
-  // Only the push that fills a batch wakes the export thread; the others leave it asleep.
+  // Only the push that fills a batch wakes the export thread; the others leave it asleep. It takes the
+  // export thread's mutex first (once per batch, not per request): between that thread's look at the queue
+  // and its wait, a notify without the mutex was lost, and a full batch then waited for batch_delay.
   const std::size_t queued = s.queue.spans();
   const std::size_t batch = settings_.max_batch_spans;
-  if (queued >= batch && queued - spans < batch) s.wake.notify_one();
+  if (queued >= batch && queued - spans < batch) {
+    { const std::lock_guard lock(s.mutex); }
+    s.wake.notify_one();
+  }
 }
 
 void tracer::shutdown(clock::time_point deadline) {
