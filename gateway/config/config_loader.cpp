@@ -110,10 +110,9 @@ std::string config_version(std::string_view text) {
   SHA256_Init(&ctx);
   SHA256_Update(&ctx, text.data(), text.size());
   SHA256_Final(digest.data(), &ctx);
-  const unsigned size = SHA256_DIGEST_LENGTH;
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned i = 0; i < 8 && i < size; ++i) {
+  for (unsigned i = 0; i < 8; ++i) {
     out += hex[digest[i] >> 4];
     out += hex[digest[i] & 15];
   }

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <new>
 #include <random>
@@ -374,14 +375,9 @@ outbound_response request_handler::route_request(const inbound_request& request,
     if (auto r = unrouted(found, request_id); r.status != 0) return r;
     const int route_index = static_cast<int>(found.index);
     const auto& route = config_.routes[found.index];
+    // A pass-through request never comes here: the session streams it, or refuses it when cancelled.
     const auto* aggregate = route.aggregate();
-    if (aggregate == nullptr) {
-      // A pass-through request comes here only when its connection was cancelled (shutdown) before its
-      // exchange began (session.cpp): it is not sent.
-      auto r = error_response(503, "shutting down", std::move(request_id));
-      r.route = route_index;
-      return r;
-    }
+    assert(aggregate != nullptr);
     std::vector<std::string> params;
     if (auto problem = admit_request(route.pattern, *aggregate, request, found, params); !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));

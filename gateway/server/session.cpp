@@ -266,8 +266,16 @@ class connection {
       trace_.emplace(
           ctx_.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
     if (head_read) classify(parser.get(), step);
-    if (step.route.kind == request_kind::pass_through && control_.reason() == cancel_reason::none)
-      return pass_through(step);
+    if (step.route.kind == request_kind::pass_through) {
+      if (control_.reason() == cancel_reason::none) return pass_through(step);
+      // Cancelled (drain, shutdown) before its exchange began: not sent, and the connection closes.
+      auto r = error_response(503, "shutting down", make_request_id(header(parser.get(), "X-Request-Id")));
+      r.route = step.route.index();
+      step.method = method_of(parser.get());
+      refuse(r, step);
+      body_unread_ = !parser.is_done();
+      return false;
+    }
     if (!read.ok && read.ec == http::error::body_limit && control_.reason() == cancel_reason::none) {
       if (!read_body(parser, read, step)) return false;
     }
