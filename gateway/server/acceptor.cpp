@@ -1,5 +1,7 @@
 #include "gateway/server/acceptor.hpp"
 
+#include "gateway/server/port_handoff.hpp"
+
 #include "gateway/server/request_handler.hpp"
 #include "gateway/server/response_head.hpp"
 #include "gateway/server/session.hpp"
@@ -98,10 +100,17 @@ void acceptor::start() {
       });
 }
 
+bool acceptor::hand_off_port() {
+  return config_.server.reuse_port && listener_.is_open() &&
+         port_handoff::shared(listener_.native_handle()) &&
+         port_handoff::refuse_new_handshakes(listener_.native_handle());
+}
+
 // Connections that completed their handshake but wait in the listener's queue would be reset by the
-// close: they are taken first and served (each its one request, the drain then closes it). What arrives
-// between the last accept and the close is all that a restart can lose, unless the kernel moves it to
-// another listener of the port (net.ipv4.tcp_migrate_req).
+// close: they are taken first and served (each its one request, the drain then closes it). When the port
+// is shared, hand_off_port() ran port_handoff_lead before, so nothing can still be arriving; a listener
+// alone on its port takes connections up to its close, and what arrives between the last accept and the
+// close is reset (no other listener could take it anyway).
 void acceptor::close() {
   if (listener_.is_open()) {
     for (;;) {

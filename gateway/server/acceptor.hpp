@@ -35,6 +35,9 @@ class acceptor {
   // Spawns the accept loop on I/O thread 0. It ends when the listener closes; an exception escaping it
   // is a bug and is rethrown from that thread's run(), so that a gateway that no longer accepts dies.
   void start();
+  // When another listener shares the port (a restart), drops new handshakes from now on, so that the
+  // close resets none (port_handoff.hpp); returns whether it did. On I/O thread 0.
+  bool hand_off_port();
   // Closes the listener; on I/O thread 0.
   void close();
 

@@ -1,5 +1,7 @@
 #include "gateway/server/admin_server.hpp"
 
+#include "gateway/server/port_handoff.hpp"
+
 #include "gateway/server/admin_connections.hpp"
 #include "gateway/server/response_head.hpp"
 
@@ -272,6 +274,15 @@ void admin_server::start() {
         if (e) spdlog::critical("admin listener stopped with an exception");
       });
   impl_->thread = std::thread([this] { impl_->ioc.run(); });
+}
+
+void admin_server::hand_off_port() {
+  net::post(impl_->ioc, [this] {
+    auto& listener = impl_->acceptor;
+    if (listener.is_open() && port_handoff::shared(listener.native_handle()) &&
+        port_handoff::refuse_new_handshakes(listener.native_handle()))
+      spdlog::info("drain: another process listens on the admin port too; new admin connections go to it");
+  });
 }
 
 void admin_server::stop_accepting() {

@@ -19,7 +19,9 @@
 // draining process keeps its listener while it still serves the public port (its /readyz says 503, which
 // is what a lone process, as in Kubernetes, must tell its probes), and stops accepting when it closes the
 // public listener (stop_accepting): from then on every new probe and scrape reaches the process that
-// serves, and the old one's open admin connections get their answers with "Connection: close".
+// serves, and the old one's open admin connections get their answers with "Connection: close". Shortly
+// before that, when the port is shared, it stops taking new handshakes (hand_off_port), so that its close
+// resets none (port_handoff.hpp).
 
 #include "gateway/config/config.hpp"
 
@@ -84,6 +86,9 @@ class admin_server {
   // start(); `work` must not wait.
   void every(std::chrono::steady_clock::duration period, std::function<void()> work);
   void start();  // runs the admin thread
+  // When another listener shares the port, drops new handshakes from now on (port_handoff.hpp).
+  // Thread-safe.
+  void hand_off_port();
   // Takes the connections waiting in the listen queue, then closes the listener; those open are served
   // on, without keep-alive. Thread-safe, idempotent.
   void stop_accepting();

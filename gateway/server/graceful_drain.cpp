@@ -5,16 +5,20 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace gateway {
 
 namespace net = boost::asio;
 using boost::system::error_code;
 
 graceful_drain::graceful_drain(net::io_context& ioc, const shutdown_settings& settings, server_state& state,
-                               std::function<void()> close_listener, std::function<void()> stop)
+                               std::function<void()> hand_off_ports, std::function<void()> close_listener,
+                               std::function<void()> stop)
     : ioc_(ioc),
       settings_(settings),
       state_(state),
+      hand_off_ports_(std::move(hand_off_ports)),
       close_listener_(std::move(close_listener)),
       stop_(std::move(stop)),
       drain_timer_(ioc),
@@ -33,9 +37,16 @@ void graceful_drain::begin() {
       spdlog::warn("drain: shutdown timeout; cancelling {} requests still in flight", state_.inflight.load());
       stop_();
     });
-    drain_timer_.expires_after(settings_.drain_delay);
-    drain_timer_.async_wait([this](error_code ec) {
-      if (!ec && !state_.stopping()) close_listener();
+    const auto lead = std::min<std::chrono::steady_clock::duration>(settings_.drain_delay, port_handoff_lead);
+    const auto close_at = std::chrono::steady_clock::now() + settings_.drain_delay;
+    drain_timer_.expires_at(close_at - lead);
+    drain_timer_.async_wait([this, close_at](error_code ec) {
+      if (ec || state_.stopping()) return;
+      hand_off_ports_();
+      drain_timer_.expires_at(close_at);
+      drain_timer_.async_wait([this](error_code late) {
+        if (!late && !state_.stopping()) close_listener();
+      });
     });
   });
 }

@@ -135,6 +135,7 @@ struct server::impl {
   reload_report reload();
   void close_retired();
   void check_tls_files();
+  void hand_off_ports();
   void close_listener();
   void stop();
 };
@@ -344,6 +345,14 @@ reload_report server::impl::reload() {
   return report;
 }
 
+// The drain's step 1b, on I/O thread 0: when a process that restarts this one shares the ports, new
+// connections go to it from now on (port_handoff.hpp).
+void server::impl::hand_off_ports() {
+  if (listener->hand_off_port())
+    spdlog::info("drain: another process listens on the port too; new connections go to it");
+  if (config.server.reuse_port) admin->hand_off_port();
+}
+
 // The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones, and a new
 // connection still waiting for its first request gets drain_idle_grace to send it (session_registry.hpp).
 // The admin listener stops accepting too: a process that restarts this one may share its port, and new
@@ -430,8 +439,8 @@ server::server(const gateway_config& config, const std::string& version) : impl_
   }
   impl_->listener = std::make_unique<acceptor>(cfg, impl_->state, std::move(io_threads));
   impl_->drain = std::make_unique<graceful_drain>(
-      impl_->io_thread_states.front()->ioc, cfg.shutdown, impl_->state, [this] { impl_->close_listener(); },
-      [this] { impl_->stop(); });
+      impl_->io_thread_states.front()->ioc, cfg.shutdown, impl_->state, [this] { impl_->hand_off_ports(); },
+      [this] { impl_->close_listener(); }, [this] { impl_->stop(); });
 
   auto& view = impl_->admin_view;
   view.state = &impl_->state;
