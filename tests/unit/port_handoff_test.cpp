@@ -210,7 +210,7 @@ TEST_CASE("port handoff: shared() sees another listener on the same address and 
 }
 
 TEST_CASE(
-    "port handoff: a listener that refuses new handshakes drops their SYNs; connections it took "
+    "port handoff: a listener that refuses new handshakes drops their SYNs, and the connections it took "
     "before keep working",
     "[port_handoff]") {
   const int fd = listen_on(0);
