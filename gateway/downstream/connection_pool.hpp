@@ -58,6 +58,8 @@ class connection_pool {
 
     boost::asio::ip::tcp::socket socket;
     std::unique_ptr<tls_stream> tls;  // https: the TLS layer over `socket`, once connected; else null
+    // Plain: only the unparsed rest of an incomplete head (http_attempt::on_readable), else empty, without
+    // memory; TLS: every read.
     boost::beast::flat_buffer buffer;
     read_readiness readiness;
     connection_pool& pool;

@@ -234,7 +234,11 @@ void http_attempt::written(const error_code& ec) {
 }
 
 // The connection has input (or was closed under the call: `ec`). Reads until it is drained, parsing as
-// it goes; waits again when the answer is still incomplete.
+// it goes; waits again when the answer is still incomplete. A read goes into the I/O thread's scratch
+// buffer whenever the connection's own holds nothing (the common case: every answer whose head arrives
+// whole), so that a connection waiting for its answer, or idle in the pool, holds no buffer; only the
+// unparsed rest of an incomplete head (or chunk size line) is kept in the connection's own, and the reads
+// after it go there.
 void http_attempt::on_readable(const error_code& ec) {
   if (state_ == state::writing) {  // an early answer (or an error) waits until the request is written
     input_waiting_ = !ec;
@@ -242,24 +246,48 @@ void http_attempt::on_readable(const error_code& ec) {
   }
   if (ec) return read_failed(ec);
   for (;;) {
-    auto& buffer = conn_->buffer;
+    auto& buffer = conn_->buffer.size() == 0 ? read_scratch() : conn_->buffer;
     const auto got = read_now(conn_->socket, buffer, 512);
     if (got.ec == net::error::would_block) return conn_->readiness.wait(*conn_);
     if (got.ec == net::error::eof) return end_of_stream();
     if (got.ec) return read_failed(got.ec);
-    if (!consume_input(got.drained)) return;
+    if (!consume_input(buffer, got.drained)) return;
     if (got.drained) return conn_->readiness.wait(*conn_);
   }
 }
 
-// Parses what the connection's buffer holds. True when the answer needs more input; false when the
-// exchange has ended (answered, or failed), reported. `drained`: nothing more is waiting to be read.
-bool http_attempt::consume_input(bool drained) {
-  auto& buffer = conn_->buffer;
+// The thread's buffer for reads on plain connections (on_readable). It holds bytes only within one call
+// of consume_input, which empties it before anything else can run: nothing that reads into it again (a
+// readiness handler) runs inside consume_input.
+boost::beast::flat_buffer& http_attempt::read_scratch() {
+  thread_local boost::beast::flat_buffer scratch = [] {
+    boost::beast::flat_buffer b;
+    b.reserve(64 * 1024);  // what read_now reads at most at once; only the pages written are resident
+    return b;
+  }();
+  return scratch;
+}
+
+// Parses what `buffer` (the connection's, or the thread's scratch buffer) holds. True when the answer
+// needs more input; false when the exchange has ended (answered, or failed), reported. `drained`: nothing
+// more is waiting to be read.
+bool http_attempt::consume_input(boost::beast::flat_buffer& buffer, bool drained) {
   error_code parse_ec;
   const auto data = buffer.data();
   buffer.consume(
       parser_->put(std::string_view(static_cast<const char*>(data.data()), data.size()), parse_ec));
+  const auto left = buffer.size();  // unparsed: an incomplete head or chunk line, or bytes past the answer
+  if (&buffer != &conn_->buffer) {  // the scratch buffer is empty again before anything else runs
+    const bool more = !parse_ec || parse_ec == http::error::need_more;
+    if (left != 0 && more && left <= read_buffer_limit && !parser_->is_done()) {
+      const auto rest = buffer.data();
+      conn_->buffer.commit(net::buffer_copy(conn_->buffer.prepare(left), rest));
+    }
+    buffer.clear();
+  } else if (left == 0 && !conn_->tls) {
+    buffer.shrink_to_fit();  // the rest of a head arrived: the connection holds no buffer again (a TLS
+                             // connection reads into its own buffer every time, and keeps it)
+  }
   if (parse_ec && parse_ec != http::error::need_more) {
     read_failed(parse_ec);
     return false;
@@ -270,10 +298,10 @@ bool http_attempt::consume_input(bool drained) {
   }
   // Bytes past the answer, or the downstream closing right behind it: the connection is not reused.
   if (parser_->is_done()) {
-    answered(drained);
+    answered(drained && left == 0);
     return false;
   }
-  if (buffer.size() > read_buffer_limit) {
+  if (left > read_buffer_limit) {
     read_failed(http::error::buffer_overflow);
     return false;
   }
@@ -299,10 +327,11 @@ void http_attempt::end_of_stream() {
   answered(false);  // closed: never reused
 }
 
-// The whole answer is in: the connection goes back to the pool when nothing followed it (`drained`).
+// The whole answer is in: the connection goes back to the pool when nothing followed it (`drained`: nothing
+// waiting to be read, nothing left unparsed).
 void http_attempt::answered(bool drained) {
   const auto now = clock::now();
-  if (parser_->keep_alive() && drained && conn_->buffer.size() == 0) {
+  if (parser_->keep_alive() && drained) {
     pool_.release(std::move(conn_), now);
   } else {
     pool_.discard(std::move(conn_));

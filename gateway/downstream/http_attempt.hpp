@@ -96,7 +96,8 @@ class http_attempt final : public read_readiness::listener {
   void write();
   void written(const boost::system::error_code& ec);
   void on_readable(const boost::system::error_code& ec) override;
-  bool consume_input(bool drained);
+  static boost::beast::flat_buffer& read_scratch();
+  bool consume_input(boost::beast::flat_buffer& buffer, bool drained);
   // https (http_attempt_tls.cpp).
   void handshake();
   void handshaken(boost::system::error_code ec);

@@ -131,7 +131,7 @@ void http_attempt::tls_readable(const error_code& ec, std::size_t bytes) {
   // has them by now (the pool keeps a copy of the session at each of its reads).
   if (!conn_->reused) pool_.keep_tls_session(ssl);
   const bool drained = SSL_has_pending(ssl) != 1 && BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0;
-  if (consume_input(drained)) tls_read();
+  if (consume_input(conn_->buffer, drained)) tls_read();
 }
 
 }  // namespace gateway

@@ -8,6 +8,7 @@
 #include "gateway/downstream/answer_fields.hpp"
 #include "gateway/downstream/call_trace.hpp"
 #include "gateway/observe/recent_degraded.hpp"
+#include "gateway/runtime/random_seed.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <spdlog/spdlog.h>
@@ -161,16 +162,6 @@ std::string_view failure_message(error_detail detail, unsigned status, std::stri
       return "upstream failure";
   }
 }
-
-namespace {
-
-// A seed from std::random_device, which lives on the stack (about 5 KB) while it is used: out of line, so
-// that callers running on small coroutine stacks do not reserve that space.
-[[gnu::noinline, gnu::cold]] std::uint64_t random_seed() {
-  return std::random_device{}();
-}
-
-}  // namespace
 
 std::string make_request_id(std::string_view incoming) {
   if (safe_token(incoming, 128)) return std::string(incoming);

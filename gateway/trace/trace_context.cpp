@@ -1,6 +1,7 @@
 #include "gateway/trace/trace_context.hpp"
 
 #include "gateway/codec/char_class.hpp"
+#include "gateway/runtime/random_seed.hpp"
 
 #include <cmath>
 #include <random>
@@ -8,13 +9,6 @@
 namespace gateway {
 
 namespace {
-
-// A seed from std::random_device, which lives on the stack (about 5 KB) while it is used: out of line, so
-// that callers running on small coroutine stacks do not reserve that space.
-[[gnu::noinline, gnu::cold]] std::uint64_t random_seed() {
-  std::random_device device;
-  return (std::uint64_t{device()} << 32) ^ device();
-}
 
 std::mt19937_64& generator() {
   thread_local std::mt19937_64 rng{random_seed()};
