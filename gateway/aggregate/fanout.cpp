@@ -238,13 +238,39 @@ void fanout::wait_until(clock::time_point due) {
   });
 }
 
+// A call answered without I/O (no time left, an open circuit): out of start_call, whose frame is on the
+// request's coroutine stack under every call's start.
+[[gnu::noinline]] void fanout::finish_unsent(std::size_t index, call_outcome outcome, const char* detail) {
+  call_result result;
+  result.outcome = outcome;
+  result.detail = detail;
+  call_finished(index, std::move(result));
+}
+
+// The answer kept fresh by the downstream's cache (true), or none (false). Out of start_call, as above.
+[[gnu::noinline]] bool fanout::serve_fresh(std::size_t index, answer_cache& cache, const call_request& call) {
+  answer_cache::fresh_fields kept;
+  auto fresh = cache.get_fresh(stale_keys_[index], started_, &kept);
+  if (!fresh) return false;
+  stale_keys_[index].clear();
+  call_result result;
+  result.outcome = call_outcome::ok;
+  result.detail = "cached";
+  result.body = std::move(*fresh);
+  result.contacted = false;
+  result.from_cache = true;
+  result.status = kept.status;
+  result.latency = clock::now() - started_;  // the lookup's, from the fan-out's start as for a call
+  if (call.answer_fields != nullptr) result.headers = std::move(kept.text);  // only to a route that asks
+  result.age = kept.age;
+  call_finished(index, std::move(result));
+  return true;
+}
+
 void fanout::start_call(std::size_t index) {
   const auto& request = *request_;
   if (deadlines_[index] <= started_) {  // no time left: don't bother the downstream
-    call_result result;
-    result.outcome = call_outcome::timeout;
-    result.detail = "no time left";
-    return call_finished(index, std::move(result));
+    return finish_unsent(index, call_outcome::timeout, "no time left");
   }
   auto* target = (*request.targets)[index];
   // start() has used the target by the time it returns (an HTTP call copies it into its request head), so
@@ -256,30 +282,12 @@ void fanout::start_call(std::size_t index) {
   const auto call = make_request(index, target_text, body_text);
   if (auto* cache = target->stale(); cache != nullptr && call.method == "GET") {  // only reads share answers
     stale_keys_[index] = share_key(call);
-    answer_cache::fresh_fields kept;
-    if (auto fresh = cache->get_fresh(stale_keys_[index], started_, &kept)) {  // without a call
-      stale_keys_[index].clear();
-      call_result result;
-      result.outcome = call_outcome::ok;
-      result.detail = "cached";
-      result.body = std::move(*fresh);
-      result.contacted = false;
-      result.from_cache = true;
-      result.status = kept.status;
-      result.latency = clock::now() - started_;  // the lookup's, from the fan-out's start as for a call
-      if (call.answer_fields != nullptr) result.headers = std::move(kept.text);  // only to a route that asks
-      result.age = kept.age;
-      return call_finished(index, std::move(result));
-    }
+    if (serve_fresh(index, *cache, call)) return;  // without a call
   }
   if (auto* breaker = target->breaker()) {
     tickets_[index] = breaker->allow(started_);
-    if (!tickets_[index].allowed) {  // open: falls back at once, no I/O
-      call_result result;
-      result.outcome = call_outcome::circuit_open;
-      result.detail = "circuit open";
-      return call_finished(index, std::move(result));
-    }
+    if (!tickets_[index].allowed)  // open: falls back at once, no I/O
+      return finish_unsent(index, call_outcome::circuit_open, "circuit open");
   }
   if (target->start(call, *this, index)) return;
   // A downstream that needs a stack (SQL): its own coroutine.

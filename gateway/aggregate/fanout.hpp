@@ -65,6 +65,8 @@
 
 namespace gateway {
 
+class answer_cache;
+
 // Whether `result` is an answer `call` passes to the client (its pass_status lists the status it came
 // with): then the client's whole answer.
 bool passes_to_client(const call_settings& call, const call_result& result);
@@ -110,6 +112,8 @@ class fanout final : private call_sink {
   void enter(state next);
   call_request make_request(std::size_t index, std::string& target, std::string& body);
   void start_call(std::size_t index);
+  void finish_unsent(std::size_t index, call_outcome outcome, const char* detail);
+  bool serve_fresh(std::size_t index, answer_cache& cache, const call_request& call);
   void call_finished(std::size_t index, call_result&& result) override;
   void keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended);
   void cancel_pending(cancel_reason why);

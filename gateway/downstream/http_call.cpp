@@ -93,28 +93,32 @@ void http_call::enter(state next) {
 void http_call::start_attempt(bool retry) {
   const bool reserved = retry;  // a retry holds a place in the retry budget since its backoff began
   const auto now = retry ? clock::now() : started_;
-  if (cancel_.cancelled()) {
-    if (reserved) lane_.retry_ended();
-    return report(failure_result(net::error::operation_aborted, "cancelled", true), now);
-  }
+  if (cancel_.cancelled()) return report_unsent(reserved, launched::cancelled, now);
   const std::size_t slot = live_[0] == nullptr ? 0 : 1;
   ++attempts_;
-  if (const auto l = launch(slot, now, last_failed_, false); l != launched::yes) {
-    if (reserved) lane_.retry_ended();
-    if (l == launched::refused) {  // no I/O: like the downstream's own open breaker
-      call_result result;
-      result.outcome = call_outcome::circuit_open;
-      result.detail = "every endpoint's circuit is open";
-      return report(std::move(result), now);
-    }
-    return report(failure_result(net::error::host_not_found, "host not resolved", false), now);
-  }
+  if (const auto l = launch(slot, now, last_failed_, false); l != launched::yes)
+    return report_unsent(reserved, l, now);
   retry_slot_[slot] = reserved;
   if (!retry && idempotent_ && lane_.settings().hedge.enabled) {
     const auto due = now + lane_.hedge_delay();
     if (due < deadline_) arm_timer(state::hedge_due, due);
   }
   live_[slot]->begin();
+}
+
+// The report of an attempt that could not start (`why`), out of start_attempt: its call_result would
+// otherwise sit in that frame, on the request's coroutine stack under every call's start.
+[[gnu::noinline]] void http_call::report_unsent(bool reserved, launched why, clock::time_point now) {
+  if (reserved) lane_.retry_ended();
+  if (why == launched::cancelled)
+    return report(failure_result(net::error::operation_aborted, "cancelled", true), now);
+  if (why == launched::refused) {  // no I/O: like the downstream's own open breaker
+    call_result result;
+    result.outcome = call_outcome::circuit_open;
+    result.detail = "every endpoint's circuit is open";
+    return report(std::move(result), now);
+  }
+  report(failure_result(net::error::host_not_found, "host not resolved", false), now);
 }
 
 // The hedge: a second attempt beside the first, which goes on, on another endpoint where there is one.

@@ -76,8 +76,9 @@ class http_call {
   void enter(state next);
   void start_attempt(bool retry);
   void start_hedge();
-  enum class launched : std::uint8_t { yes, no_address, refused };
+  enum class launched : std::uint8_t { yes, no_address, refused, cancelled };
   launched launch(std::size_t slot, clock::time_point now, const http_endpoints::endpoint* avoid, bool hedge);
+  void report_unsent(bool reserved, launched why, clock::time_point now);
   std::string_view traced_head(std::size_t slot, clock::time_point now, const http_endpoints::endpoint& to,
                                bool hedge);
   bool timer_set() const { return state_ == state::hedge_due || state_ == state::backing_off; }

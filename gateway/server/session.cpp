@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -254,28 +255,26 @@ class connection {
   const request_handler& handler() const { return *generation_->handler; }
 
   // One request from its head to its log line; false when the connection ends after it.
+  //
+  // A request that goes well keeps the coroutine's stack within two pages (docs/ARCHITECTURE.md, "The
+  // coroutine stack"): what follows the read is a frame of its own, so that its locals are not on the
+  // stack under Beast's field parsing (4 KiB for its obs-fold buffer).
   bool serve_one() {
     auto& parser = new_request();
-    auto read = read_head(parser);
+    return serve_read(parser, read_head(parser));
+  }
+
+  // The steps after the read. The rare ones are functions of their own ([[gnu::noinline]]), so that
+  // their locals are not in this frame, which stays on the stack while the request is handled.
+  [[gnu::noinline]] bool serve_read(parser_type& parser, read_result read) {
     request_step step;
     step.started = step.received = clock::now();
     if (auto now = ctx_.generation->load(); generation_ != now) generation_ = std::move(now);  // a reload's
     const bool head_read = read.ok || (read.ec == http::error::body_limit && parser.is_header_done());
     if (head_read && control_.reason() == cancel_reason::none && refused_at_edge(parser, step)) return false;
-    if (ctx_.tracing != nullptr && head_read)
-      trace_.emplace(
-          ctx_.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
+    if (ctx_.tracing != nullptr && head_read) begin_trace(parser);
     if (head_read) classify(parser.get(), step);
-    if (step.route.kind == request_kind::pass_through) {
-      if (control_.reason() == cancel_reason::none) return pass_through(step);
-      // Cancelled (drain, shutdown) before its exchange began: not sent, and the connection closes.
-      auto r = error_response(503, "shutting down", make_request_id(header(parser.get(), "X-Request-Id")));
-      r.route = step.route.index();
-      step.method = method_of(parser.get());
-      refuse(r, step);
-      body_unread_ = !parser.is_done();
-      return false;
-    }
+    if (step.route.kind == request_kind::pass_through) return pass_through_or_refuse(parser, step);
     if (!read.ok && read.ec == http::error::body_limit && control_.reason() == cancel_reason::none) {
       if (!read_body(parser, read, step)) return false;
     }
@@ -284,12 +283,33 @@ class connection {
       return false;
     }
     step.method = method_of(parser.get());
-    if (auto r = framing_refusal(parser.get()); r.status != 0) {
-      refuse(r, step);
-      body_unread_ = true;
-      return false;
-    }
+    if (refused_framing(parser, step)) return false;
     return handle(parser.get(), step);
+  }
+
+  [[gnu::noinline]] void begin_trace(parser_type& parser) {
+    trace_ = std::make_unique<trace_record>(
+        ctx_.tracing->begin(header(parser.get(), "traceparent"), header(parser.get(), "tracestate")));
+  }
+
+  [[gnu::noinline]] bool pass_through_or_refuse(parser_type& parser, request_step& step) {
+    if (control_.reason() == cancel_reason::none) return pass_through(step);
+    // Cancelled (drain, shutdown) before its exchange began: not sent, and the connection closes.
+    auto r = error_response(503, "shutting down", make_request_id(header(parser.get(), "X-Request-Id")));
+    r.route = step.route.index();
+    step.method = method_of(parser.get());
+    refuse(r, step);
+    body_unread_ = !parser.is_done();
+    return false;
+  }
+
+  // True when the request's framing is refused (the connection ends).
+  [[gnu::noinline]] bool refused_framing(parser_type& parser, const request_step& step) {
+    const auto r = framing_refusal(parser.get());
+    if (r.status == 0) return false;
+    refuse(r, step);
+    body_unread_ = true;
+    return true;
   }
 
   // A new parser per request (Beast's parsers cannot be reset). The head is read first; a body only when
@@ -319,7 +339,7 @@ class connection {
 
   // The edge's refusals (fields, target) before anything else looks at the head; the target is canonical
   // from here on. True when the request was refused (the connection ends).
-  bool refused_at_edge(parser_type& parser, request_step& step) {
+  [[gnu::noinline]] bool refused_at_edge(parser_type& parser, request_step& step) {
     const auto why = admit_head(parser.get());
     if (why.empty()) return false;
     auto r = error_response(400, why, make_request_id(header(parser.get(), "X-Request-Id")));
@@ -338,7 +358,7 @@ class connection {
   // A body: read on when the route takes one and it fits max_body_bytes; otherwise answered from the head
   // alone (a framing error, else 404, 405 or 413), and the connection closed without reading it. False
   // when the connection ends.
-  bool read_body(parser_type& parser, read_result& read, request_step& step) {
+  [[gnu::noinline]] bool read_body(parser_type& parser, read_result& read, request_step& step) {
     const auto& req = parser.get();
     step.method = method_of(req);
     auto r = framing_refusal(req);
@@ -367,7 +387,8 @@ class connection {
   }
 
   // A read that failed: the answer the client still deserves, if any (the connection ends).
-  void answer_read_error(const parser_type& parser, const error_code& ec, clock::time_point started) {
+  [[gnu::noinline]] void answer_read_error(const parser_type& parser, const error_code& ec,
+                                           clock::time_point started) {
     const auto error_status = status_for_read_error(ec);
     if (error_status == 0 || control_.reason() != cancel_reason::none) return;
     // The head may be cut or unread: an id of the gateway's own unless a whole head gave one.
@@ -421,7 +442,7 @@ class connection {
     in.body = std::string_view(req.body().data(), req.body().size());
     in.headers = &fields;
     in.origin = {peer_.address, peer_.trusted, tls};
-    if (trace_) in.trace = &*trace_;
+    in.trace = trace_.get();
     in.brief_calls = ctx_.log != nullptr;
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding_);
     return in;
@@ -461,7 +482,7 @@ class connection {
     }
     keep_head(req);  // run_proxy takes the head over
     auto result = run_proxy(io_, parser, *generation_, route, ctx_, {peer_.address, peer_.trusted, tls},
-                            control_, trace_ ? &*trace_ : nullptr, yield_);
+                            control_, trace_.get(), yield_);
     ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     generation_->metrics.proxy_bytes(ctx_.thread_index, static_cast<std::size_t>(route),
                                      result.uploaded_bytes, result.sent_bytes);
@@ -572,7 +593,7 @@ class connection {
 
   void keep_head(const http::request<http::string_body>& req) {
     if (!ctx_.log) return;
-    kept_head_.emplace();
+    kept_head_ = std::make_unique<logged_head>();
     kept_head_->target.assign(req.target().data(), req.target().size());
     kept_head_->user_agent = header(req, "User-Agent");
     kept_head_->traceparent = header(req, "traceparent");
@@ -612,9 +633,10 @@ class connection {
   // The configuration the current request runs on (see config_generation.hpp); kept while the connection
   // idles, taken anew when another request finds a newer one.
   std::shared_ptr<const config_generation> generation_;
-  std::optional<trace_record> trace_;   // the current request's spans, when tracing is on
-  std::optional<parser_type> current_;  // the request being read or handled
-  std::optional<logged_head> kept_head_;
+  // On the heap, when used: in place they would take the stack past two pages (serve_one).
+  std::unique_ptr<trace_record> trace_;  // the current request's spans, when tracing is on
+  std::optional<parser_type> current_;   // the request being read or handled
+  std::unique_ptr<logged_head> kept_head_;
   std::string trace_hex_;        // the access log's trace id of a traced request
   std::string forwarded_for_;    // several X-Forwarded-For fields joined (rare)
   std::string accept_encoding_;  // several Accept-Encoding fields joined (rare)
@@ -622,17 +644,24 @@ class connection {
   bool first_request_ = true;
 };
 
+// One frame per transport: with both in run_session's, a plain connection's stack would hold a TLS
+// connection's objects too.
+template <class transport, class... transport_args>
+[[gnu::noinline]] void serve_connection(net::ip::tcp::socket& socket, const session_context& ctx,
+                                        net::yield_context yield, transport_args&&... args) {
+  transport io(socket, std::forward<transport_args>(args)...);
+  connection<transport>(socket, io, ctx, yield).run();
+}
+
 }  // namespace
 
 void run_session(net::ip::tcp::socket socket, const session_context& ctx, net::yield_context yield) {
   session_counted counted(ctx);  // ctx.state->connections was counted up by the acceptor
   const std::size_t buffer_limit = ctx.config->limits.max_header_bytes + 4096;  // a head and what follows
   if (ctx.tls != nullptr) {
-    tls_client_io io(socket, ctx.tls->current(), buffer_limit);
-    connection<tls_client_io>(socket, io, ctx, yield).run();
+    serve_connection<tls_client_io>(socket, ctx, yield, ctx.tls->current(), buffer_limit);
   } else {
-    client_io io(socket, buffer_limit);
-    connection<client_io>(socket, io, ctx, yield).run();
+    serve_connection<client_io>(socket, ctx, yield, buffer_limit);
   }
 }
 
