@@ -101,9 +101,7 @@ void acceptor::start() {
 }
 
 bool acceptor::hand_off_port() {
-  return config_.server.reuse_port && listener_.is_open() &&
-         port_handoff::shared(listener_.native_handle()) &&
-         port_handoff::refuse_new_handshakes(listener_.native_handle());
+  return listener_.is_open() && port_handoff::hand_off(listener_.native_handle());
 }
 
 // Connections that completed their handshake but wait in the listener's queue would be reset by the

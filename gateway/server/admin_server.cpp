@@ -279,8 +279,7 @@ void admin_server::start() {
 void admin_server::hand_off_port() {
   net::post(impl_->ioc, [this] {
     auto& listener = impl_->acceptor;
-    if (listener.is_open() && port_handoff::shared(listener.native_handle()) &&
-        port_handoff::refuse_new_handshakes(listener.native_handle()))
+    if (listener.is_open() && port_handoff::hand_off(listener.native_handle()))
       spdlog::info("drain: another process listens on the admin port too; new admin connections go to it");
   });
 }

@@ -70,4 +70,8 @@ bool refuse_new_handshakes(int listen_fd) {
   return ::setsockopt(listen_fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) == 0;
 }
 
+bool hand_off(int listen_fd) {
+  return shared(listen_fd) && refuse_new_handshakes(listen_fd);
+}
+
 }  // namespace gateway::port_handoff

@@ -22,4 +22,7 @@ bool shared(int listen_fd);
 // false, and changes nothing, when the filter cannot be attached.
 bool refuse_new_handshakes(int listen_fd);
 
+// The drain's step: refuse_new_handshakes() when shared(); true when it did.
+bool hand_off(int listen_fd);
+
 }  // namespace gateway::port_handoff

@@ -8,7 +8,7 @@
 #include "gateway/downstream/answer_fields.hpp"
 #include "gateway/downstream/call_trace.hpp"
 #include "gateway/observe/recent_degraded.hpp"
-#include "gateway/runtime/random_seed.hpp"
+#include "gateway/runtime/thread_random.hpp"
 #include "gateway/server/cors.hpp"
 
 #include <spdlog/spdlog.h>
@@ -18,7 +18,6 @@
 #include <charconv>
 #include <memory>
 #include <new>
-#include <random>
 #include <unordered_map>
 #include <utility>
 
@@ -166,11 +165,10 @@ std::string_view failure_message(error_detail detail, unsigned status, std::stri
 
 std::string make_request_id(std::string_view incoming) {
   if (safe_token(incoming, 128)) return std::string(incoming);
-  thread_local std::mt19937_64 rng{random_seed()};
   static constexpr char hex[] = "0123456789abcdef";
   std::string id(32, '0');  // 32 lowercase hex digits of two 64-bit draws
   for (std::size_t half = 0; half < 2; ++half) {
-    auto bits = rng();
+    auto bits = thread_random();
     for (std::size_t i = 16; i-- > 0; bits >>= 4) id[half * 16 + i] = hex[bits & 15];
   }
   return id;

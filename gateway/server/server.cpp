@@ -346,11 +346,12 @@ reload_report server::impl::reload() {
 }
 
 // The drain's step 1b, on I/O thread 0: when a process that restarts this one shares the ports, new
-// connections go to it from now on (port_handoff.hpp).
+// connections go to it from now on (port_handoff.hpp). Without server.reuse_port no other process can.
 void server::impl::hand_off_ports() {
+  if (!config.server.reuse_port) return;
   if (listener->hand_off_port())
     spdlog::info("drain: another process listens on the port too; new connections go to it");
-  if (config.server.reuse_port) admin->hand_off_port();
+  admin->hand_off_port();
 }
 
 // The drain's step 2, on I/O thread 0: no new connections, no new requests on kept-alive ones, and a new

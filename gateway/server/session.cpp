@@ -295,12 +295,19 @@ class connection {
   [[gnu::noinline]] bool pass_through_or_refuse(parser_type& parser, request_step& step) {
     if (control_.reason() == cancel_reason::none) return pass_through(step);
     // Cancelled (drain, shutdown) before its exchange began: not sent, and the connection closes.
-    auto r = error_response(503, "shutting down", make_request_id(header(parser.get(), "X-Request-Id")));
-    r.route = step.route.index();
+    refuse_head(parser, step, 503, "shutting down", step.route.index());
+    return false;
+  }
+
+  // Refuses a request from its head alone (its body, if any, unread), answering `status` with `why`; the
+  // connection ends.
+  void refuse_head(parser_type& parser, request_step& step, unsigned status, std::string_view why,
+                   int route = -1) {
+    auto r = error_response(status, why, make_request_id(header(parser.get(), "X-Request-Id")));
+    r.route = route;
     step.method = method_of(parser.get());
     refuse(r, step);
     body_unread_ = !parser.is_done();
-    return false;
   }
 
   // True when the request's framing is refused (the connection ends).
@@ -342,10 +349,7 @@ class connection {
   [[gnu::noinline]] bool refused_at_edge(parser_type& parser, request_step& step) {
     const auto why = admit_head(parser.get());
     if (why.empty()) return false;
-    auto r = error_response(400, why, make_request_id(header(parser.get(), "X-Request-Id")));
-    step.method = method_of(parser.get());
-    refuse(r, step);
-    body_unread_ = !parser.is_done();
+    refuse_head(parser, step, 400, why);
     return true;
   }
 

@@ -1,26 +1,19 @@
 #include "gateway/trace/trace_context.hpp"
 
 #include "gateway/codec/char_class.hpp"
-#include "gateway/runtime/random_seed.hpp"
+#include "gateway/runtime/thread_random.hpp"
 
 #include <cmath>
-#include <random>
 
 namespace gateway {
 
 namespace {
 
-std::mt19937_64& generator() {
-  thread_local std::mt19937_64 rng{random_seed()};
-  return rng;
-}
-
 template <std::size_t N>
 void fill_random(std::array<std::uint8_t, N>& id) {
-  auto& rng = generator();
   do {
     for (std::size_t i = 0; i < N; i += 8) {
-      std::uint64_t bits = rng();
+      std::uint64_t bits = thread_random();
       for (std::size_t j = i; j < i + 8 && j < N; ++j, bits >>= 8) id[j] = static_cast<std::uint8_t>(bits);
     }
   } while (is_zero(id));

@@ -15,7 +15,7 @@ namespace gateway {
 using trace_id = std::array<std::uint8_t, 16>;
 using span_id = std::array<std::uint8_t, 8>;
 
-// Random ids from this thread's generator (seeded once per thread from getrandom); never
+// Random ids from this thread's generator (runtime/thread_random.hpp); never
 // all-zero, which W3C reserves for "invalid".
 trace_id new_trace_id();
 span_id new_span_id();
