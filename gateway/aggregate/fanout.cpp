@@ -315,7 +315,8 @@ void fanout::start_call(std::size_t index) {
 
 std::vector<call_result> fanout::run(const fanout_request& request, net::yield_context yield) {
   const std::size_t n = request.route->calls.size();
-  results_.assign(n, call_result{});
+  results_.clear();
+  results_.resize(n);
   calls_.assign(n, call_state::pending);
   tickets_.assign(n, circuit_breaker::ticket{});
   stale_keys_.clear();

@@ -57,6 +57,7 @@ void call_headers::render_forwarded(forwarded_style style, const client_headers&
                                     const client_origin& origin) {
   forwarded_.clear();
   if (style == forwarded_style::none || origin.address.empty()) return;
+  forwarded_.reserve(forwarded_reserve);  // the common fields in one allocation, not one per field
   const auto host = client_value(client, "host");
   if (style == forwarded_style::x_forwarded) {
     std::string chain = origin.trusted ? client_value(client, "x-forwarded-for") : std::string();
@@ -109,8 +110,12 @@ const call_header_fields* call_headers::render(const aggregate_route& route, for
   const bool any_policy = std::any_of(route.calls.begin(), route.calls.end(),
                                       [](const call_settings& c) { return !c.effective_headers.empty(); });
   if (!any_policy && forwarded_.empty()) return nullptr;
-  own_.assign(n, std::string());
   fields_.assign(n, call_header_fields{});
+  if (!any_policy) {  // every call carries the forwarded fields alone
+    for (auto& f : fields_) f.headers = forwarded_;
+    return fields_.data();
+  }
+  own_.assign(n, std::string());
   for (std::size_t i = 0; i < n; ++i) {
     const auto& policy = route.calls[i].effective_headers;
     if (policy.empty()) {

@@ -60,6 +60,9 @@ class call_headers {
   void render_forwarded(forwarded_style style, const client_headers& client, const client_origin& origin);
   void append_forwarded(std::string& out, const header_policy& policy) const;
 
+  // Room for the forwarded fields of a direct client (an address, a proto, a host of usual length).
+  static constexpr std::size_t forwarded_reserve = 128;
+
   std::string forwarded_;         // the forwarded fields, for every call that removes none of them
   std::vector<std::string> own_;  // per call with a policy of its own: its fields, the forwarded after
   std::vector<call_header_fields> fields_;

@@ -244,8 +244,9 @@ void http_call::cancel_attempts(cancel_reason why) {
 
 // The call's one report to the fan-out, as the last act of the handler that makes it. The call leaves the
 // fan-out's cancel_source first, cancels what is still going (an attempt that lost, a pending hedge), and
-// frees itself unless those still have to end.
-void http_call::report(call_result result, clock::time_point now) {
+// frees itself unless those still have to end. `result` is the caller's (a local or a temporary, never
+// this call's own): it is handed on after the call may have freed itself.
+void http_call::report(call_result&& result, clock::time_point now) {
   result.latency = now - started_;
   result.contacted = result.contacted || contacted_;
   hook_.reset();

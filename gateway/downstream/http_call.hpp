@@ -86,7 +86,7 @@ class http_call {
   void timer_fired(const boost::system::error_code& ec, unsigned arming);
   bool worth_retry(const http_attempt::report& report) const;
   void cancel_attempts(cancel_reason why);
-  void report(call_result result, clock::time_point now);
+  void report(call_result&& result, clock::time_point now);
   void free_if_done();
 
   http_endpoints& lane_;

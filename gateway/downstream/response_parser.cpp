@@ -418,6 +418,10 @@ void response_parser::reader::on_field_impl(http::field f, string_view name, str
       o.coding_seen_ = true;
       break;
     case http::field::connection:
+      if (value.size() == 10 && beast::iequals(value, "keep-alive")) {  // the usual value, no list to walk
+        o.connection_keep_alive_ = true;
+        break;
+      }
       for (const auto option : http::opt_token_list{value}) {
         if (beast::iequals(option, "close")) o.connection_close_ = true;
         if (beast::iequals(option, "keep-alive")) o.connection_keep_alive_ = true;
