@@ -2,6 +2,8 @@
 
 #include "gateway/config/param_pattern.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 
 namespace gateway {
@@ -111,7 +113,7 @@ std::string extract_params(const route_pattern& pattern, const std::vector<param
                            std::string_view query, const route_pattern::captures& captures,
                            std::vector<std::string>& values) {
   values.assign(params.size(), std::string());
-  std::vector<bool> seen(params.size(), false);
+  boost::container::small_vector<bool, 16> seen(params.size(), false);  // most routes: no allocation
   if (!captures.empty()) {
     const auto& names = pattern.names();
     for (std::size_t c = 0; c < captures.size() && c < names.size(); ++c) {
