@@ -27,7 +27,10 @@ namespace gateway {
 class resolved_address {
  public:
   resolved_address() = default;
-  explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoints_{fixed} {}
+  explicit resolved_address(boost::asio::ip::tcp::endpoint fixed) : endpoints_{fixed}, fixed_(true) {}
+
+  // An IP literal's address: it never changes (decided when the downstream is loaded).
+  bool fixed() const { return fixed_; }
 
   // The name has resolved at least once.
   bool resolved() const;
@@ -42,6 +45,7 @@ class resolved_address {
   mutable std::mutex mutex_;
   std::vector<boost::asio::ip::tcp::endpoint> endpoints_;
   std::atomic<std::uint64_t> generation_{0};
+  bool fixed_ = false;
 };
 
 class host_resolver {

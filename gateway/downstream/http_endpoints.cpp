@@ -36,7 +36,9 @@ http_endpoints::http_endpoints(boost::asio::any_io_executor ex,
       connecting_cap_(connecting_cap),
       settings_(settings),
       breakers_(breakers),
-      random_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this))) {}
+      random_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this))) {
+  fixed_ = std::all_of(sources_.begin(), sources_.end(), [](const auto& s) { return s->fixed(); });
+}
 
 http_endpoints::choice http_endpoints::pick(clock::time_point now, const endpoint* avoid) {
   refresh();
@@ -136,6 +138,7 @@ void http_endpoints::close_idle() {
 // Follows the sources' addresses: new ones get an endpoint, gone ones are retired; retired endpoints that
 // no attempt uses any more are freed.
 void http_endpoints::refresh() {
+  if (fixed_ && seen_ != ~std::uint64_t{0}) return;  // IP literals, already made
   std::uint64_t generation = 0;
   for (const auto& source : sources_) generation += source->generation();
   if (generation != seen_) {

@@ -118,6 +118,9 @@ class http_endpoints {
   boost::asio::any_io_executor ex_;
   std::vector<std::shared_ptr<const resolved_address>> sources_;
   std::uint64_t seen_ = ~std::uint64_t{0};  // the sum of the sources' generations at the last refresh
+  // Every source an IP literal: the endpoints are made at the first pick and never looked at again (no
+  // read of the sources, which other threads share, per call).
+  bool fixed_ = false;
   std::size_t cap_;
   std::size_t connecting_cap_;
   std::vector<std::unique_ptr<endpoint>> endpoints_;
