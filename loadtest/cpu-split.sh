@@ -29,21 +29,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # wait_for FILE PATTERN PID
-  local i
-  for i in $(seq 100); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "cpu-split.sh: no '$2' in $1:" >&2
-  cat "$1" >&2
-  exit 2
-}
+. loadtest/lib/wait-for.sh
 
 "$bin/mock-downstream" --listen 127.0.0.1:0 --threads "$(nproc)" --delay 150ms >"$work/mock.out" 2>&1 &
 mpid=$!
-wait_for "$work/mock.out" listening "$mpid"
+wait_for "$work/mock.out" listening 10 "$mpid"
 mock_port=$(grep -o '127.0.0.1:[0-9]*' "$work/mock.out" | head -1 | cut -d: -f2)
 names=(pricing inventory reviews shipping promotions recommendations)
 {
@@ -65,7 +55,7 @@ names=(pricing inventory reviews shipping promotions recommendations)
 } >"$work/gw.yaml"
 "$bin/gateway" --config "$work/gw.yaml" >"$work/gw.out" 2>&1 &
 gpid=$!
-wait_for "$work/gw.out" "admin listening" "$gpid"
+wait_for "$work/gw.out" "admin listening" 10 "$gpid"
 gw_port=$(grep -o 'gateway listening on [0-9.]*:[0-9]*' "$work/gw.out" | grep -o '[0-9]*$' | head -1)
 wrk -t2 -c"$conns" -d"${secs}s" "http://127.0.0.1:$gw_port/api/offer/aggregate?sku=A1" >"$work/wrk.out" 2>&1 &
 wpid=$!

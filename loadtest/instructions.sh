@@ -46,17 +46,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # wait_for FILE PATTERN SECONDS PID: until FILE has PATTERN (the process PID still running)
-  local i
-  for i in $(seq $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    kill -0 "$4" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "instructions.sh: no '$2' in $1 within $3 s:" >&2
-  cat "$1" >&2
-  exit 2
-}
+. loadtest/lib/wait-for.sh
 
 start_mock() {
   rm -f "$work/mock.out"
