@@ -257,6 +257,13 @@ fallbacks() {  # the gateway's fallbacks by call since it started, e.g. "coupon=
       match($1, /call="[^"]*"/); out = out sep substr($1, RSTART + 6, RLENGTH - 7) "=" $2; sep = ", " }
     END {print out == "" ? "none" : out}'
 }
+answer_statuses() {  # the gateway's answers other than 200 since it started, by status, e.g. "502=1", or "none"
+  [ -n "$admin_port" ] || { echo "- (no gateway)"; return; }
+  curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
+    /^http_server_request_duration_seconds_count\{/ && $2 > 0 && $1 !~ /status_code="200"/ {
+      match($1, /status_code="[^"]*"/); n[substr($1, RSTART + 13, RLENGTH - 14)] += $2 }
+    END {for (c in n) {out = out sep c "=" n[c]; sep = ", "}; print out == "" ? "none" : out}'
+}
 field() { sed -n "s/.*[ :]$2=\([^ ]*\).*/\1/p" "$1" | sed -n 1p; }  # key=value from check-offers.lua
 calc() { awk "BEGIN {printf \"$1\", $2}"; }                          # calc FORMAT EXPRESSION
 
@@ -363,7 +370,7 @@ measure() {
     "$(calc %.1f "$(field "$out" p999)")" "$errors" "$gw_cpu" "$last_rss" "$mock_req" "$mock_call"
   notes+=("- $name: $(field "$out" answers) answers, $(field "$out" degraded) degraded, $bad bad ($(field "$out" non200) not 200), socket errors connect/read/write/timeout $(field "$out" connect)/$(field "$out" read)/$(field "$out" write)/$(field "$out" timeout), max latency $(calc %.1f "$(field "$out" max)") ms; gateway CPU in the kernel $gw_sys of $gw_cpu µs/req$(
     [ "$mock_req" = - ] || [ "$mock_req" -eq 0 ] || echo ", $(calc %.2f "$gw_cpu / $mock_req") of the mock's"); fallbacks by call since the start (warm-up included): $(fallbacks)")
-  [ "$errors" -eq 0 ] || problem "$name: $errors errors ($bad bad answers)"
+  [ "$errors" -eq 0 ] || problem "$name: $errors errors ($bad bad answers; the gateway's answers other than 200 since its start: $(answer_statuses))"
   plot "$name" "$title"
 }
 
