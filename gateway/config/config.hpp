@@ -407,6 +407,9 @@ struct aggregate_route {
   bool passes_response_headers = false;
   // Some call passes statuses to the client (a call's `pass` is not empty): only then are results checked.
   bool passes_status = false;
+  // Some call carries a header policy (a call's effective_headers is not empty): only then does a request
+  // of the route render fields per call; otherwise every call carries the forwarded fields alone.
+  bool has_header_policy = false;
   bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
 };

@@ -351,6 +351,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
         effective_response_policy(aggregate.response_headers, call.response_headers);
     if (!call.effective_response_headers.empty()) aggregate.passes_response_headers = true;
     if (!call.pass.empty()) aggregate.passes_status = true;
+    if (!call.effective_headers.empty()) aggregate.has_header_policy = true;
   }
   route.kind = std::move(aggregate);
   r.finish();

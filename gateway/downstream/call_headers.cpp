@@ -107,11 +107,9 @@ const call_header_fields* call_headers::render(const aggregate_route& route, for
                                                const client_headers& client, const client_origin& origin) {
   render_forwarded(style, client, origin);
   const auto n = route.calls.size();
-  const bool any_policy = std::any_of(route.calls.begin(), route.calls.end(),
-                                      [](const call_settings& c) { return !c.effective_headers.empty(); });
-  if (!any_policy && forwarded_.empty()) return nullptr;
+  if (!route.has_header_policy && forwarded_.empty()) return nullptr;
   fields_.assign(n, call_header_fields{});
-  if (!any_policy) {  // every call carries the forwarded fields alone
+  if (!route.has_header_policy) {  // every call carries the forwarded fields alone
     for (auto& f : fields_) f.headers = forwarded_;
     return fields_.data();
   }
