@@ -6,11 +6,14 @@
 # pages each coroutine stack holds. `bench.sh d` measures the total the same way at its own N.
 #   loadtest/memory-split.sh BIN_DIR [N=400]     (BIN_DIR holds a gateway and a mock-downstream)
 set -eu
-bin=$1 n=${2:-400}
+bin=$(cd "$1" && pwd) n=${2:-400}
+cd "$(dirname "$0")/.."
+. loadtest/lib/wait-for.sh
 work=$(mktemp -d)
 trap 'kill $gpid $mpid 2>/dev/null; rm -rf "$work"' EXIT
 $bin/mock-downstream --listen 127.0.0.1:0 --threads 2 --delay 2s > $work/mock.out 2>&1 & mpid=$!
-sleep 0.5; mport=$(grep -o '127.0.0.1:[0-9]*' $work/mock.out | head -1 | cut -d: -f2)
+wait_for $work/mock.out listening 10 $mpid
+mport=$(grep -o '127.0.0.1:[0-9]*' $work/mock.out | head -1 | cut -d: -f2)
 {
 printf 'server: {listen: 127.0.0.1:0}\nadmin: {listen: 127.0.0.1:0}\nlog: {access: false}\n'
 printf 'limits: {max_connections: %d, max_inflight: %d}\ndownstreams:\n' $((n + 1000)) $((n + 1000))
@@ -23,7 +26,7 @@ for c in inventory channel-price coupon review-summary logistics-eta recommendat
 done
 } > $work/gw.yaml
 $bin/gateway --config $work/gw.yaml > $work/gw.out 2>&1 & gpid=$!
-for i in $(seq 50); do grep -q "admin listening" $work/gw.out 2>/dev/null && break; sleep 0.1; done
+wait_for $work/gw.out "admin listening" 10 $gpid
 gport=$(grep "gateway listening" $work/gw.out | grep -o '127.0.0.1:[0-9]*' | head -1 | cut -d: -f2)
 aport=$(grep "admin listening" $work/gw.out | grep -o '127.0.0.1:[0-9]*' | head -1 | cut -d: -f2)
 url="http://127.0.0.1:$gport/api/offer/aggregate?sku=A1"

@@ -76,6 +76,8 @@ class http_call {
   void enter(state next);
   void start_attempt(bool retry);
   void start_hedge();
+  // launch()'s answer; `cancelled` is never one: start_attempt() finds the call cancelled before it, and
+  // report_unsent() takes all three reasons an attempt did not start.
   enum class launched : std::uint8_t { yes, no_address, refused, cancelled };
   launched launch(std::size_t slot, clock::time_point now, const http_endpoints::endpoint* avoid, bool hedge);
   void report_unsent(bool reserved, launched why, clock::time_point now);
