@@ -31,24 +31,27 @@ constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
 
 }  // namespace
 
-http_attempt* http_attempt::create(http_call& call, std::size_t slot, std::string_view head,
+http_attempt* http_attempt::create(http_call& call, void* storage, std::size_t slot, std::string_view head,
                                    connection_pool& pool, std::size_t max_response_bytes,
                                    const answer_capture& keep, clock::time_point deadline,
                                    clock::time_point now) {
-  return new http_attempt(call, slot, head, pool, max_response_bytes, keep, deadline, now);
+  if (storage != nullptr)
+    return ::new (storage) http_attempt(call, true, slot, head, pool, max_response_bytes, keep, deadline, now);
+  return new http_attempt(call, false, slot, head, pool, max_response_bytes, keep, deadline, now);
 }
 
-http_attempt::http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                           std::size_t max_response_bytes, const answer_capture& keep,
+http_attempt::http_attempt(http_call& call, bool in_call, std::size_t slot, std::string_view head,
+                           connection_pool& pool, std::size_t max_response_bytes, const answer_capture& keep,
                            clock::time_point deadline, clock::time_point now)
     : call_(call),
-      slot_(slot),
       head_(head),
       pool_(pool),
       max_response_bytes_(max_response_bytes),
       keep_(keep),
       deadline_(deadline),
-      started_(now) {}
+      started_(now),
+      slot_(static_cast<std::uint8_t>(slot)),
+      in_call_(in_call) {}
 
 // The legal changes of state; any other is a bug:
 //   acquiring         -> queued | connecting | writing (an idle or handed-over connection) | finished
@@ -121,7 +124,7 @@ void http_attempt::acquire(bool reuse) {
 }
 
 void http_attempt::wait_for_connection() {
-  timer_.emplace(pool_.executor());
+  timer_ = std::make_unique<boost::asio::steady_timer>(pool_.executor());
   timer_->expires_at(deadline_);
   waiter_ = {&*timer_, nullptr, false};
   pool_.enqueue(waiter_);
@@ -171,7 +174,7 @@ void http_attempt::connect() {
   const auto limit = clock::now() + pool_.connect_timeout();
   if (limit < deadline_) {
     assert(!timer_);
-    timer_.emplace(pool_.executor(), limit);
+    timer_ = std::make_unique<boost::asio::steady_timer>(pool_.executor(), limit);
     timer_->async_wait([this](const error_code& ec) { connect_timer_ended(ec); });
   }
   conn_->socket.async_connect(conn_->remote, [this](const error_code& ec) { connected(ec); });
@@ -422,8 +425,17 @@ void http_attempt::finish(call_result&& result, clock::time_point now) {
 }
 
 // The one place the attempt frees itself: it has reported, and no handler of its own is still to run.
+// In the call's storage it ends in place and then tells the call, which may free itself then (so that
+// is the last act here).
 void http_attempt::free_if_done() {
-  if (state_ == state::finished && !timer_) delete this;
+  if (state_ != state::finished || timer_) return;
+  if (!in_call_) {
+    delete this;
+    return;
+  }
+  auto& call = call_;
+  this->~http_attempt();
+  call.attempt_storage_freed();
 }
 
 void http_attempt::close_socket() {

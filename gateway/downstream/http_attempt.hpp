@@ -19,7 +19,9 @@
 // Ownership: the call creates the attempt and nobody else holds it; only its own pending handlers (a
 // connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself
 // in one place, free_if_done(): once it has reported, and the connect timer's handler (the one handler that
-// can outlive the report) has run. Reporting is its last act (the call may end then).
+// can outlive the report) has run. Reporting is its last act (the call may end then). The call's first
+// attempt lives in storage inside the call (one allocation per call, not two): it then ends itself in
+// place and tells the call, which stays until it has (http_call::attempt_storage_freed()).
 //
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
@@ -32,6 +34,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,9 +58,11 @@ class http_attempt final : public read_readiness::listener {
   // An attempt on `pool` for `call`, which it reports to as attempt `slot`; begin() starts it and may
   // report before it returns (so it is the caller's last act). `head` (the request bytes) and `pool`
   // must outlive it; so must what `keep` points to (the fields of a 2xx answer it keeps, and the statuses
-  // it passes with their fields; see answer_capture).
-  static http_attempt* create(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
-                              std::size_t max_response_bytes, const answer_capture& keep,
+  // it passes with their fields; see answer_capture). `storage`: the call's room for one attempt (sizeof,
+  // alignof http_attempt), which the attempt then occupies until it calls attempt_storage_freed(); null:
+  // the attempt is allocated.
+  static http_attempt* create(http_call& call, void* storage, std::size_t slot, std::string_view head,
+                              connection_pool& pool, std::size_t max_response_bytes, const answer_capture& keep,
                               clock::time_point deadline, clock::time_point now);
   void begin() { acquire(true); }
 
@@ -79,7 +84,7 @@ class http_attempt final : public read_readiness::listener {
     finished,           // reported to the call; at most the connect timer's handler is still to run
   };
 
-  http_attempt(http_call& call, std::size_t slot, std::string_view head, connection_pool& pool,
+  http_attempt(http_call& call, bool in_call, std::size_t slot, std::string_view head, connection_pool& pool,
                std::size_t max_response_bytes, const answer_capture& keep, clock::time_point deadline,
                clock::time_point now);
   ~http_attempt() = default;
@@ -115,7 +120,6 @@ class http_attempt final : public read_readiness::listener {
   void close_socket();
 
   http_call& call_;
-  std::size_t slot_;
   std::string_view head_;  // the request's bytes, in the call
   connection_pool& pool_;
   std::size_t max_response_bytes_;
@@ -124,19 +128,22 @@ class http_attempt final : public read_readiness::listener {
   clock::time_point deadline_;
   clock::time_point started_;
   std::size_t charged_ = 0;  // bytes of the answer's body buffer counted against the memory budget
+  std::uint8_t slot_;
+  bool in_call_;                                      // in the call's storage (create()), not allocated
   report::failure failure_ = report::failure::other;  // the kind of the failure being reported
+  bool contacted_ = false;                            // a connection to the downstream was used or opened
+  bool input_waiting_ = false;  // writing: input arrived before the request was all sent
 
   // Per state (the comments say which states each belongs to).
   state state_ = state::acquiring;
   std::optional<cancel_source::scoped_hook> hook_;  // what a cancellation interrupts in this state (enter())
-  // queued: the wait's deadline timer; from connecting on: the connect timer. Present until its handler
-  // has run (the attempt is not freed before).
-  std::optional<boost::asio::steady_timer> timer_;
+  // queued: the wait's deadline timer; from connecting on: the connect timer. Made when needed (an
+  // attempt on an idle pooled connection has none); present until its handler has run (the attempt is
+  // not freed before).
+  std::unique_ptr<boost::asio::steady_timer> timer_;
   connection_pool::waiter waiter_;         // queued: the attempt's place in the pool's queue
   connection_pool::handle conn_;           // connecting through reading
   std::optional<response_parser> parser_;  // writing and reading (the last exchange's, after it)
-  bool contacted_ = false;                 // a connection to the downstream was used or opened
-  bool input_waiting_ = false;             // writing: input arrived before the request was all sent
 };
 
 }  // namespace gateway

@@ -18,6 +18,11 @@ namespace gateway {
 namespace net = boost::asio;
 using boost::system::error_code;
 
+// A call and its first attempt are one allocation. glibc's per-thread cache serves blocks of up to 1,032
+// bytes without the arena's slower path: a call larger than that cost more than the allocation it saves
+// (its rare_part keeps what few calls need out of it).
+static_assert(sizeof(http_call) <= 1032, "http_call outgrew the allocator's per-thread cache");
+
 void http_call::start(const request_head& head, http_endpoints& lane, const call_request& request,
                       call_sink& sink, std::size_t index, std::string lead) {
   (new http_call(head, lane, request, sink, index, std::move(lead)))
@@ -32,21 +37,21 @@ http_call::http_call(const request_head& head, http_endpoints& lane, const call_
       cancel_(*request.cancel),
       deadline_(request.deadline),
       started_(request.now),
-      idempotent_(request.idempotent),
-      coalesce_key_(std::move(lead)),
       keep_{request.answer_fields, request.pass},
-      trace_(request.trace) {
+      trace_(request.trace),
+      idempotent_(request.idempotent) {
+  if (!lead.empty()) rare().coalesce_key = std::move(lead);
   const std::size_t size = head.size(request);
   char* out = head_inline_;
   if (size > sizeof head_inline_) {
-    head_long_.resize(size);
-    out = head_long_.data();
+    rare().head_long.resize(size);
+    out = rare_->head_long.data();
   }
   const auto traceparent_at = head.write(request, out);
   head_ = std::string_view(out, size);
   if (trace_ != nullptr) {
     assert(traceparent_at != request_head::no_traceparent);
-    traceparent_at_ = traceparent_at;
+    rare().traceparent_at = traceparent_at;
     const auto& settings = lane_.settings();
     trace_->set_url(span_attributes::full_url(
         (settings.tls.enabled ? "https://" : "http://") + host_field_value(settings) + settings.base_path,
@@ -138,8 +143,10 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
   endpoint_[slot] = endpoint;
   ticket_[slot] = choice.ticket;
   const auto head = trace_ == nullptr ? head_ : traced_head(slot, now, *endpoint, hedge);
-  live_[slot] = http_attempt::create(*this, slot, head, endpoint->pool, lane_.settings().max_response_bytes,
-                                     keep_, deadline_, now);
+  void* storage = storage_used_ ? nullptr : attempt_storage_;
+  storage_used_ = true;
+  live_[slot] = http_attempt::create(*this, storage, slot, head, endpoint->pool,
+                                     lane_.settings().max_response_bytes, keep_, deadline_, now);
   return launched::yes;
 }
 
@@ -149,13 +156,14 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
 std::string_view http_call::traced_head(std::size_t slot, clock::time_point now,
                                         const http_endpoints::endpoint& to, bool hedge) {
   traceparent_text traceparent;
-  attempt_span_[slot] = trace_->begin_attempt(now, hedge, to.address, traceparent);
-  char* head = head_long_.empty() ? head_inline_ : head_long_.data();
+  auto& rare = *rare_;  // made at the start of a traced call
+  rare.attempt_span[slot] = trace_->begin_attempt(now, hedge, to.address, traceparent);
+  char* head = rare.head_long.empty() ? head_inline_ : rare.head_long.data();
   if (slot == 1) {
-    traced_head_.assign(head_);
-    head = traced_head_.data();
+    rare.traced_head.assign(head_);
+    head = rare.traced_head.data();
   }
-  std::memcpy(head + traceparent_at_, traceparent.chars.data(), traceparent.chars.size());
+  std::memcpy(head + rare.traceparent_at, traceparent.chars.data(), traceparent.chars.size());
   return {head, head_.size()};
 }
 
@@ -177,7 +185,7 @@ void http_call::attempt_done(std::size_t slot, http_attempt::report&& r) {
   if (std::exchange(retry_slot_[slot], false)) lane_.retry_ended();
   contacted_ = contacted_ || r.result.contacted;
   if (state_ == state::reported) return free_if_done();  // an attempt that lost, now ended
-  if (trace_ != nullptr) trace_->end_attempt(attempt_span_[slot], r.ended, &r.result);
+  if (trace_ != nullptr) trace_->end_attempt(rare_->attempt_span[slot], r.ended, &r.result);
   if (r.result.ok()) {
     lane_.record_latency(r.result.latency);
     return report(std::move(r.result), r.ended);  // the other attempt, if any, is cancelled
@@ -252,13 +260,13 @@ void http_call::report(call_result&& result, clock::time_point now) {
   hook_.reset();
   if (auto* trace = std::exchange(trace_, nullptr)) {  // the fan-out's: not touched after the report
     for (std::size_t slot = 0; slot < live_.size(); ++slot) {
-      if (live_[slot] != nullptr) trace->end_attempt(attempt_span_[slot], now, nullptr);
+      if (live_[slot] != nullptr) trace->end_attempt(rare_->attempt_span[slot], now, nullptr);
     }
   }
   // The calls that followed this one get a copy (or the first of them a call of its own, when this one was
   // cancelled); their reports are posted or come from calls of their own, never before this one's.
-  if (auto* coalescer = lane_.coalescer(); coalescer != nullptr && !coalesce_key_.empty())
-    coalescer->leader_done(coalesce_key_, result);
+  if (auto* coalescer = lane_.coalescer(); coalescer != nullptr && rare_ && !rare_->coalesce_key.empty())
+    coalescer->leader_done(rare_->coalesce_key, result);
   cancel_attempts(cancel_reason::settled);
   if (timer_set()) timer_->cancel();  // a hedge still due (a backoff ends in its handler, never here)
   lane_.call_ended();
@@ -269,9 +277,16 @@ void http_call::report(call_result&& result, clock::time_point now) {
   sink.call_finished(index, std::move(result));
 }
 
-// The one place the call frees itself: it has reported, no attempt is live and no timer handler is due.
+void http_call::attempt_storage_freed() {
+  storage_used_ = false;
+  free_if_done();
+}
+
+// The one place the call frees itself: it has reported, no attempt is live or in its storage, and no
+// timer handler is due.
 void http_call::free_if_done() {
-  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && timer_waits_ == 0)
+  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && !storage_used_ &&
+      timer_waits_ == 0)
     delete this;
 }
 

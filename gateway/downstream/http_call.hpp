@@ -23,7 +23,11 @@
 //
 // Ownership: start() allocates the call; only its attempts, its timer's handlers and, until the report,
 // its hook in the fan-out's cancel_source refer to it. It frees itself in one place, free_if_done(): once
-// it has reported, no attempt is live and no timer handler is still to run.
+// it has reported, no attempt is live, no attempt occupies its storage and no timer handler is still to
+// run. The storage holds one attempt at a time (the first; a retry once the first has ended), so a call
+// that makes one attempt is one allocation; a hedge beside it, or a retry while the first still ends, is
+// allocated. An attempt in the storage can outlive its report (its connect timer's handler is still to
+// run): it ends itself in place and then calls attempt_storage_freed(), as its last act.
 // Wake-ups: an attempt reports to the call as the last act of its handler (attempt_done()); the call
 // launches an attempt (which may report at once, inside begin()) and reports to the fan-out's sink only as
 // the last act of the handler that does it. The report may resume the fan-out inline, which may end the
@@ -45,6 +49,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <cassert>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,13 +69,15 @@ class http_call {
 
   // An attempt's report: its last act (see http_attempt).
   void attempt_done(std::size_t slot, http_attempt::report&& report);
+  // The attempt in the call's storage has ended itself: its last act (the call may free itself).
+  void attempt_storage_freed();
 
  private:
   enum class state : std::uint8_t { attempting, hedge_due, backing_off, reported };  // see above
 
   http_call(const request_head& head, http_endpoints& lane, const call_request& request, call_sink& sink,
             std::size_t index, std::string lead);
-  ~http_call() = default;
+  ~http_call() { assert(!storage_used_); }
 
   static constexpr bool legal(state from, state to);
   void enter(state next);
@@ -98,16 +105,24 @@ class http_call {
   std::optional<cancel_source::scoped_hook> hook_;
   clock::time_point deadline_;
   clock::time_point started_;
-  bool idempotent_;        // may be retried (beyond a failed connect) and hedged
-  std::string_view head_;  // in head_inline_, or head_long_ when it does not fit
-  std::string head_long_;
+  std::string_view head_;  // in head_inline_, or the rare part's head_long when it does not fit
   char head_inline_[256];
-  std::string coalesce_key_;        // the share_key() of the calls it leads (call_coalescer); empty: none
-  answer_capture keep_;             // call_request::answer_fields and ::pass (in the configuration)
-  call_trace* trace_;               // call_request::trace until the report; null: untraced
-  std::size_t traceparent_at_ = 0;  // traced: where the head's traceparent value starts
-  std::string traced_head_;         // traced: the head of an attempt in slot 1
-  std::array<std::size_t, 2> attempt_span_{};  // traced: the span of the attempt in each slot
+  answer_capture keep_;  // call_request::answer_fields and ::pass (in the configuration)
+  call_trace* trace_;    // call_request::trace until the report; null: untraced
+  // What few calls need, made when one does (so that a call and its first attempt stay one block small
+  // enough for the allocator's per-thread cache).
+  struct rare_part {
+    std::string head_long;                      // the head, when longer than head_inline_
+    std::string coalesce_key;                   // the share_key() of the calls it leads (call_coalescer)
+    std::string traced_head;                    // traced: the head of an attempt in slot 1
+    std::size_t traceparent_at = 0;             // traced: where the head's traceparent value starts
+    std::array<std::size_t, 2> attempt_span{};  // traced: the span of the attempt in each slot
+  };
+  std::unique_ptr<rare_part> rare_;  // null: no long head, leads nobody, untraced
+  rare_part& rare() {
+    if (!rare_) rare_ = std::make_unique<rare_part>();
+    return *rare_;
+  }
 
   std::array<http_attempt*, 2> live_{};                  // attempts still to report, by slot
   std::array<http_endpoints::endpoint*, 2> endpoint_{};  // where each live attempt goes
@@ -117,12 +132,16 @@ class http_call {
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   state state_ = state::attempting;
   bool contacted_ = false;
+  bool idempotent_;            // may be retried (beyond a failed connect) and hedged
+  bool storage_used_ = false;  // an attempt occupies attempt_storage_
 
   // The hedge delay or a retry's backoff, one at a time (hedge_due, backing_off); made at the first of them
   // (most calls have none).
   std::unique_ptr<boost::asio::steady_timer> timer_;
   unsigned timer_armings_ = 0;  // numbers the armings, for a handler that runs after a re-arm
   unsigned timer_waits_ = 0;    // handlers still to run
+
+  alignas(http_attempt) unsigned char attempt_storage_[sizeof(http_attempt)];
 };
 
 }  // namespace gateway
