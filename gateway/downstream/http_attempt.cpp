@@ -31,16 +31,16 @@ constexpr std::size_t read_buffer_limit = response_header_limit + 4096;
 
 }  // namespace
 
-http_attempt* http_attempt::create(http_call& call, void* storage, std::size_t slot, std::string_view head,
-                                   connection_pool& pool, std::size_t max_response_bytes,
-                                   const answer_capture& keep, clock::time_point deadline,
-                                   clock::time_point now) {
-  if (storage != nullptr)
-    return ::new (storage) http_attempt(call, true, slot, head, pool, max_response_bytes, keep, deadline, now);
-  return new http_attempt(call, false, slot, head, pool, max_response_bytes, keep, deadline, now);
+http_attempt* http_attempt::create(http_call& call, std::optional<http_attempt>* member, std::size_t slot,
+                                   std::string_view head, connection_pool& pool,
+                                   std::size_t max_response_bytes, const answer_capture& keep,
+                                   clock::time_point deadline, clock::time_point now) {
+  if (member != nullptr)
+    return &member->emplace(key(), call, true, slot, head, pool, max_response_bytes, keep, deadline, now);
+  return new http_attempt(key(), call, false, slot, head, pool, max_response_bytes, keep, deadline, now);
 }
 
-http_attempt::http_attempt(http_call& call, bool in_call, std::size_t slot, std::string_view head,
+http_attempt::http_attempt(key, http_call& call, bool in_call, std::size_t slot, std::string_view head,
                            connection_pool& pool, std::size_t max_response_bytes, const answer_capture& keep,
                            clock::time_point deadline, clock::time_point now)
     : call_(call),
@@ -425,17 +425,11 @@ void http_attempt::finish(call_result&& result, clock::time_point now) {
 }
 
 // The one place the attempt frees itself: it has reported, and no handler of its own is still to run.
-// In the call's storage it ends in place and then tells the call, which may free itself then (so that
-// is the last act here).
+// The call's member asks the call to end it, which may free the call too (so either is the last act).
 void http_attempt::free_if_done() {
   if (state_ != state::finished || timer_) return;
-  if (!in_call_) {
-    delete this;
-    return;
-  }
-  auto& call = call_;
-  this->~http_attempt();
-  call.attempt_storage_freed();
+  if (in_call_) return call_.first_attempt_ended();
+  delete this;
 }
 
 void http_attempt::close_socket() {

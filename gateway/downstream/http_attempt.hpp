@@ -20,8 +20,8 @@
 // connect, TLS handshake, write, readiness wait, TLS read or timer it started) refer to it. It frees itself
 // in one place, free_if_done(): once it has reported, and the connect timer's handler (the one handler that
 // can outlive the report) has run. Reporting is its last act (the call may end then). The call's first
-// attempt lives in storage inside the call (one allocation per call, not two): it then ends itself in
-// place and tells the call, which stays until it has (http_call::attempt_storage_freed()).
+// attempt is a member of the call (one allocation per call, not two): instead of deleting itself it then
+// asks the call to end it (http_call::first_attempt_ended()), and the call stays until it has.
 //
 // Include only from downstream implementation files: it pulls in Beast (connection_pool).
 
@@ -58,13 +58,23 @@ class http_attempt final : public read_readiness::listener {
   // An attempt on `pool` for `call`, which it reports to as attempt `slot`; begin() starts it and may
   // report before it returns (so it is the caller's last act). `head` (the request bytes) and `pool`
   // must outlive it; so must what `keep` points to (the fields of a 2xx answer it keeps, and the statuses
-  // it passes with their fields; see answer_capture). `storage`: the call's room for one attempt (sizeof,
-  // alignof http_attempt), which the attempt then occupies until it calls attempt_storage_freed(); null:
-  // the attempt is allocated.
-  static http_attempt* create(http_call& call, void* storage, std::size_t slot, std::string_view head,
-                              connection_pool& pool, std::size_t max_response_bytes, const answer_capture& keep,
-                              clock::time_point deadline, clock::time_point now);
+  // it passes with their fields; see answer_capture). `member`: the call's member for its first attempt,
+  // made there (empty until then; the call ends it at first_attempt_ended()); null: the attempt is
+  // allocated.
+  static http_attempt* create(http_call& call, std::optional<http_attempt>* member, std::size_t slot,
+                              std::string_view head, connection_pool& pool, std::size_t max_response_bytes,
+                              const answer_capture& keep, clock::time_point deadline, clock::time_point now);
   void begin() { acquire(true); }
+
+  // Public for std::optional alone: only create() can make the key.
+  class key {
+    key() = default;
+    friend class http_attempt;
+  };
+  http_attempt(key, http_call& call, bool in_call, std::size_t slot, std::string_view head,
+               connection_pool& pool, std::size_t max_response_bytes, const answer_capture& keep,
+               clock::time_point deadline, clock::time_point now);
+  ~http_attempt() = default;
 
   // Fired by the call; the attempt then ends promptly.
   cancel_source& cancel() { return cancel_; }
@@ -83,11 +93,6 @@ class http_attempt final : public read_readiness::listener {
     reading,            // the request is sent: reading the answer as it arrives (conn_, parser_)
     finished,           // reported to the call; at most the connect timer's handler is still to run
   };
-
-  http_attempt(http_call& call, bool in_call, std::size_t slot, std::string_view head, connection_pool& pool,
-               std::size_t max_response_bytes, const answer_capture& keep, clock::time_point deadline,
-               clock::time_point now);
-  ~http_attempt() = default;
 
   static constexpr bool legal(state from, state to);
   void enter(state next);
@@ -129,7 +134,7 @@ class http_attempt final : public read_readiness::listener {
   clock::time_point started_;
   std::size_t charged_ = 0;  // bytes of the answer's body buffer counted against the memory budget
   std::uint8_t slot_;
-  bool in_call_;                                      // in the call's storage (create()), not allocated
+  bool in_call_;                                      // the call's member (create()), not allocated
   report::failure failure_ = report::failure::other;  // the kind of the failure being reported
   bool contacted_ = false;                            // a connection to the downstream was used or opened
   bool input_waiting_ = false;  // writing: input arrived before the request was all sent

@@ -143,9 +143,7 @@ http_call::launched http_call::launch(std::size_t slot, clock::time_point now,
   endpoint_[slot] = endpoint;
   ticket_[slot] = choice.ticket;
   const auto head = trace_ == nullptr ? head_ : traced_head(slot, now, *endpoint, hedge);
-  void* storage = storage_used_ ? nullptr : attempt_storage_;
-  storage_used_ = true;
-  live_[slot] = http_attempt::create(*this, storage, slot, head, endpoint->pool,
+  live_[slot] = http_attempt::create(*this, first_ ? nullptr : &first_, slot, head, endpoint->pool,
                                      lane_.settings().max_response_bytes, keep_, deadline_, now);
   return launched::yes;
 }
@@ -277,16 +275,15 @@ void http_call::report(call_result&& result, clock::time_point now) {
   sink.call_finished(index, std::move(result));
 }
 
-void http_call::attempt_storage_freed() {
-  storage_used_ = false;
+void http_call::first_attempt_ended() {
+  first_.reset();
   free_if_done();
 }
 
-// The one place the call frees itself: it has reported, no attempt is live or in its storage, and no
-// timer handler is due.
+// The one place the call frees itself: it has reported, no attempt is live, its member attempt has
+// ended, and no timer handler is due.
 void http_call::free_if_done() {
-  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && !storage_used_ &&
-      timer_waits_ == 0)
+  if (state_ == state::reported && live_[0] == nullptr && live_[1] == nullptr && !first_ && timer_waits_ == 0)
     delete this;
 }
 

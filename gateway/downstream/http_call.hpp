@@ -23,11 +23,11 @@
 //
 // Ownership: start() allocates the call; only its attempts, its timer's handlers and, until the report,
 // its hook in the fan-out's cancel_source refer to it. It frees itself in one place, free_if_done(): once
-// it has reported, no attempt is live, no attempt occupies its storage and no timer handler is still to
-// run. The storage holds one attempt at a time (the first; a retry once the first has ended), so a call
-// that makes one attempt is one allocation; a hedge beside it, or a retry while the first still ends, is
-// allocated. An attempt in the storage can outlive its report (its connect timer's handler is still to
-// run): it ends itself in place and then calls attempt_storage_freed(), as its last act.
+// it has reported, no attempt is live, its member attempt has ended and no timer handler is still to run.
+// The member (first_) holds one attempt at a time (the first; a retry once the first has ended), so a
+// call that makes one attempt is one allocation; a hedge beside it, or a retry while the first still
+// ends, is allocated. The member can outlive its report (its connect timer's handler is still to run):
+// it asks the call to end it (first_attempt_ended(), its last act), where a heap attempt deletes itself.
 // Wake-ups: an attempt reports to the call as the last act of its handler (attempt_done()); the call
 // launches an attempt (which may report at once, inside begin()) and reports to the fan-out's sink only as
 // the last act of the handler that does it. The report may resume the fan-out inline, which may end the
@@ -69,15 +69,15 @@ class http_call {
 
   // An attempt's report: its last act (see http_attempt).
   void attempt_done(std::size_t slot, http_attempt::report&& report);
-  // The attempt in the call's storage has ended itself: its last act (the call may free itself).
-  void attempt_storage_freed();
+  // The member attempt (first_) is done: the call ends it, and may free itself. The attempt's last act.
+  void first_attempt_ended();
 
  private:
   enum class state : std::uint8_t { attempting, hedge_due, backing_off, reported };  // see above
 
   http_call(const request_head& head, http_endpoints& lane, const call_request& request, call_sink& sink,
             std::size_t index, std::string lead);
-  ~http_call() { assert(!storage_used_); }
+  ~http_call() { assert(!first_); }
 
   static constexpr bool legal(state from, state to);
   void enter(state next);
@@ -132,8 +132,7 @@ class http_call {
   unsigned attempts_ = 0;             // started so far (the hedge not counted)
   state state_ = state::attempting;
   bool contacted_ = false;
-  bool idempotent_;            // may be retried (beyond a failed connect) and hedged
-  bool storage_used_ = false;  // an attempt occupies attempt_storage_
+  bool idempotent_;  // may be retried (beyond a failed connect) and hedged
 
   // The hedge delay or a retry's backoff, one at a time (hedge_due, backing_off); made at the first of them
   // (most calls have none).
@@ -141,7 +140,7 @@ class http_call {
   unsigned timer_armings_ = 0;  // numbers the armings, for a handler that runs after a re-arm
   unsigned timer_waits_ = 0;    // handlers still to run
 
-  alignas(http_attempt) unsigned char attempt_storage_[sizeof(http_attempt)];
+  std::optional<http_attempt> first_;  // the first attempt, or a retry made once it ended (see above)
 };
 
 }  // namespace gateway
