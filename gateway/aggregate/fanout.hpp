@@ -74,7 +74,7 @@ bool passes_to_client(const call_settings& call, const call_result& result);
 struct fanout_request {
   const aggregate_route* route = nullptr;
   const std::vector<downstream*>* targets = nullptr;  // aligned with route->calls
-  const std::vector<std::string>* params = nullptr;   // aligned with route->params
+  const param_values* params = nullptr;               // aligned with route->params
   clock::time_point deadline;
   std::string_view request_id;
   std::string_view traceparent;  // sent by every call when the request is not traced

@@ -9,6 +9,8 @@
 #include "gateway/runtime/duration.hpp"
 #include "gateway/tls/tls_settings.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -287,6 +289,10 @@ struct param_settings {
   std::string pattern;                           // as written (RE2 syntax); empty = any value
   std::shared_ptr<const param_pattern> matcher;  // compiled `pattern`; null when empty
 };
+
+// One request's parameter values, aligned with its route's params (on the request's stack: most routes
+// have a few).
+using param_values = boost::container::small_vector<std::string, 4>;
 
 enum class response_shape { array, object };
 

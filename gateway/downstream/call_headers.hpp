@@ -13,6 +13,8 @@
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/downstream.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,7 +67,7 @@ class call_headers {
 
   std::string forwarded_;         // the forwarded fields, for every call that removes none of them
   std::vector<std::string> own_;  // per call with a policy of its own: its fields, the forwarded after
-  std::vector<call_header_fields> fields_;
+  boost::container::small_vector<call_header_fields, 8> fields_;  // per call (on the request's stack)
 };
 
 }  // namespace gateway

@@ -30,11 +30,11 @@ namespace gateway {
 class call_trace;
 
 struct call_request {
-  std::string_view method = "GET";                   // HTTP
-  std::string_view target;                           // expanded path + query (HTTP)
-  std::string_view body;                             // HTTP: sent as application/json (POST, PUT, ...)
-  bool idempotent = true;                            // HTTP: may be retried and hedged
-  const std::vector<std::string>* params = nullptr;  // route parameter values, aligned with param_specs
+  std::string_view method = "GET";       // HTTP
+  std::string_view target;               // expanded path + query (HTTP)
+  std::string_view body;                 // HTTP: sent as application/json (POST, PUT, ...)
+  bool idempotent = true;                // HTTP: may be retried and hedged
+  const param_values* params = nullptr;  // route parameter values, aligned with param_specs
   const std::vector<param_settings>* param_specs = nullptr;  // the route's parameters
   clock::time_point deadline;                                // effective deadline of this call
   clock::time_point now;                                     // when the fan-out started it

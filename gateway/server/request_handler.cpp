@@ -267,8 +267,7 @@ namespace {
 
 // The route's parameters (into `params`) and its body, checked: an error message for the client, or "".
 std::string admit_request(const route_pattern& pattern, const aggregate_route& route,
-                          const inbound_request& request, const route_lookup& found,
-                          std::vector<std::string>& params) {
+                          const inbound_request& request, const route_lookup& found, param_values& params) {
   if (auto problem =
           extract_params(pattern, route.params, target_query(request.target), found.captures, params);
       !problem.empty()) {
@@ -368,7 +367,7 @@ outbound_response request_handler::route_request(const inbound_request& request,
     // A pass-through request never comes here: the session streams it, or refuses it when cancelled.
     const auto* aggregate = route.aggregate();
     assert(aggregate != nullptr);
-    std::vector<std::string> params;
+    param_values params;
     if (auto problem = admit_request(route.pattern, *aggregate, request, found, params); !problem.empty()) {
       auto r = error_response(400, problem, std::move(request_id));
       r.route = route_index;

@@ -111,7 +111,7 @@ bool decode_segments(std::string_view raw, std::string& out) {
 
 std::string extract_params(const route_pattern& pattern, const std::vector<param_settings>& params,
                            std::string_view query, const route_pattern::captures& captures,
-                           std::vector<std::string>& values) {
+                           param_values& values) {
   values.assign(params.size(), std::string());
   boost::container::small_vector<bool, 16> seen(params.size(), false);  // most routes: no allocation
   if (!captures.empty()) {

@@ -48,6 +48,6 @@ std::string forwarded_target(const route_pattern& pattern, const proxy_route& pr
 // segment or an encoded '/' in a catch-all), or "" when all is well.
 std::string extract_params(const route_pattern& pattern, const std::vector<param_settings>& params,
                            std::string_view query, const route_pattern::captures& captures,
-                           std::vector<std::string>& values);
+                           param_values& values);
 
 }  // namespace gateway

@@ -99,7 +99,7 @@ void handle(std::string_view method, std::string_view target) {
   const auto* aggregate = route.aggregate();  // config/gateway.yaml has no pass-through routes
   FUZZ_CHECK(aggregate != nullptr);
   const auto& params = aggregate->params;
-  std::vector<std::string> values;
+  gateway::param_values values;
   const auto problem = gateway::extract_params(route.pattern, params, query, {}, values);
   FUZZ_CHECK(values.size() == params.size());
   if (!problem.empty()) {

@@ -119,7 +119,7 @@ class throwing_downstream final : public downstream {
 
 struct harness {
   net::io_context ioc{1};
-  std::vector<std::string> params;
+  param_values params;
   fanout_request request(const gateway_config& cfg, const std::vector<downstream*>& targets) {
     fanout_request fr;
     fr.route = &std::get<aggregate_route>(cfg.routes[0].kind);

@@ -52,11 +52,11 @@ TEST_CASE("parameters are decoded and validated") {
   const auto cfg = two_routes();
   const auto& pattern = cfg.routes[0].pattern;
   const auto& params = std::get<aggregate_route>(cfg.routes[0].kind).params;
-  std::vector<std::string> v;
+  param_values v;
   CHECK(extract_params(pattern, params, "sku=A1", {}, v).empty());
-  CHECK(v == std::vector<std::string>{"A1", ""});
+  CHECK(v == param_values{"A1", ""});
   CHECK(extract_params(pattern, params, "lang=fr+CA&sku=A%2D1&sku=ignored", {}, v).empty());
-  CHECK(v == std::vector<std::string>{"A-1", "fr CA"});
+  CHECK(v == param_values{"A-1", "fr CA"});
 
   CHECK_FALSE(extract_params(pattern, params, "", {}, v).empty());
   CHECK_FALSE(extract_params(pattern, params, "sku=", {}, v).empty());
@@ -114,11 +114,11 @@ std::vector<std::string> params_of(const gateway_config& cfg, const router& rt, 
                                    std::string& problem) {
   const auto found = rt.find("GET", target);
   REQUIRE(found.status == 200);
-  std::vector<std::string> values;
+  param_values values;
   const auto& route = cfg.routes[found.index];
   problem = extract_params(route.pattern, std::get<aggregate_route>(route.kind).params, target_query(target),
                            found.captures, values);
-  return values;
+  return {values.begin(), values.end()};
 }
 
 }  // namespace

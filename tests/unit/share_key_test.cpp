@@ -47,7 +47,7 @@ struct spec {
   // SQL (when `sql`): the query's statement and names, and the route's parameters (names, values).
   std::optional<sql_settings> sql;
   std::vector<param_settings> param_specs;
-  std::vector<std::string> params;
+  gateway::param_values params;
   // Bookkeeping the gateway writes per request: never in the key.
   std::string request_id = "r-1";
   std::string traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
