@@ -30,29 +30,14 @@ cleanup() {
 trap cleanup EXIT
 
 . loadtest/lib/wait-for.sh
+. loadtest/lib/http-config.sh
 
 "$bin/mock-downstream" --listen 127.0.0.1:0 --threads "$(nproc)" --delay 150ms >"$work/mock.out" 2>&1 &
 mpid=$!
 wait_for "$work/mock.out" listening 10 "$mpid"
 mock_port=$(grep -o '127.0.0.1:[0-9]*' "$work/mock.out" | head -1 | cut -d: -f2)
-names=(pricing inventory reviews shipping promotions recommendations)
-{
-  printf 'server: {listen: "127.0.0.1:0", threads: %s}\n' "$threads"
-  printf 'limits: {max_connections: %s, max_inflight: %s}\n' $((conns + 1000)) $((conns + 1000))
-  printf 'log: {access: false}\nadmin: {listen: "127.0.0.1:0"}\nshutdown: {drain_delay: 0s, timeout: 5s}\n'
-  printf 'downstreams:\n'
-  for name in "${names[@]}"; do
-    printf '  %s: {url: "http://127.0.0.1:%s", connect_timeout: 2s, max_connections: %s}\n' \
-      "$name" "$mock_port" $(((conns + 64) * $(nproc)))
-  done
-  printf 'routes:\n  - path: /api/offer/aggregate\n    method: GET\n    deadline: 800ms\n'
-  printf "    params:\n      sku: {required: true, pattern: '^[A-Za-z0-9_-]{1,64}\$'}\n"
-  printf '    response: array\n    calls:\n'
-  for name in "${names[@]}"; do
-    printf '      - {name: %s, downstream: %s, path: "/%s?sku={sku}", fallback: {priceCent: -1, stock: 0}}\n' \
-      "$name" "$name" "$name"
-  done
-} >"$work/gw.yaml"
+[ "$threads" = 0 ] || server_threads=$threads
+write_http_config "$work/gw.yaml" 800ms "$conns"  # a100's config
 "$bin/gateway" --config "$work/gw.yaml" >"$work/gw.out" 2>&1 &
 gpid=$!
 wait_for "$work/gw.out" "admin listening" 10 "$gpid"
