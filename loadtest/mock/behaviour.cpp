@@ -51,4 +51,13 @@ bool is_valid_path_name(std::string_view name) {
   return true;
 }
 
+std::string_view setting_prefix(std::string_view name) {
+  return name.ends_with("/*") ? name.substr(0, name.size() - 1) : std::string_view{};
+}
+
+bool is_valid_setting_name(std::string_view name) {
+  const auto prefix = setting_prefix(name);
+  return is_valid_path_name(prefix.empty() ? name : prefix);
+}
+
 }  // namespace mock

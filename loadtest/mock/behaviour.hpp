@@ -44,4 +44,11 @@ std::string_view mode_names();
 // A path name is 1 to 128 characters from [A-Za-z0-9_-./%] (one or more segments, as sent).
 bool is_valid_path_name(std::string_view name);
 
+// The name a setting is given under: a path name, or a prefix "NAME/*" whose settings apply to every path
+// under "NAME/" that has none of its own (the longest such prefix wins).
+bool is_valid_setting_name(std::string_view name);
+
+// The paths a prefix setting covers start with this, e.g. "seller/" for "seller/*"; empty for a path name.
+std::string_view setting_prefix(std::string_view name);
+
 }  // namespace mock

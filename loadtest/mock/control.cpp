@@ -86,7 +86,7 @@ std::optional<control_request> parse_control(std::string_view query, control_kin
   }
   control_request req;
   const auto path = value_of(query, "path", error);
-  if (!path || !is_valid_path_name(*path)) {
+  if (!path || !is_valid_setting_name(*path)) {
     error = "bad or missing path";
     return std::nullopt;
   }

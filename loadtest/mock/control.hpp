@@ -3,9 +3,10 @@
 //   /__mode?path=NAME&mode=MODE[&delay=LATENCY]           (GET; other parameters are ignored, as always)
 //   /__control?path=NAME[&mode=MODE][&delay=LATENCY|&latency=LATENCY][&body=JSON][&port=P]
 //             [&header=Name:Value]...                      (GET or POST; every parameter is checked)
-// LATENCY is a delay with an optional tail ("150ms,p98=700ms", see latency.hpp); values are
-// percent-decoded. An empty body goes back to the generated ok body. `header` (repeatable) replaces the
-// fields the path's answers carry besides the mock's own; one empty `header=` removes them.
+// NAME is a path name or a prefix "PATH/*" (is_valid_setting_name). LATENCY is a delay with an optional
+// tail ("150ms,p98=700ms", see latency.hpp); values are percent-decoded. An empty body goes back to the
+// generated ok body. `header` (repeatable) replaces the fields the path's answers carry besides the
+// mock's own; one empty `header=` removes them.
 
 #include "loadtest/mock/path_registry.hpp"
 

@@ -37,7 +37,7 @@ bool read_file(const std::string& path, std::string& text) {
 std::optional<path_body> parse_body_option(std::string_view text, std::string& error) {
   const auto eq = text.find('=');
   const std::string_view name = text.substr(0, eq);
-  if (eq == std::string_view::npos || !is_valid_path_name(name) || text.substr(eq + 1, 1) != "@") {
+  if (eq == std::string_view::npos || !is_valid_setting_name(name) || text.substr(eq + 1, 1) != "@") {
     error = "expected NAME=@FILE";
     return std::nullopt;
   }
@@ -57,7 +57,7 @@ std::optional<path_body> parse_body_option(std::string_view text, std::string& e
 
 bool apply_path_node(const std::string& name, const YAML::Node& node, mock_options& options,
                      std::string& error) {
-  if (!is_valid_path_name(name)) {
+  if (!is_valid_setting_name(name)) {
     error = "bad path name '" + name + "'";
     return false;
   }
@@ -112,8 +112,8 @@ std::optional<path_setting> parse_path_setting(std::string_view text, std::strin
   const auto eq = text.find('=');
   path_setting setting;
   setting.name = std::string(text.substr(0, eq));
-  if (eq == std::string_view::npos || !is_valid_path_name(setting.name)) {
-    error = "expected NAME=MODE[:DELAY] with NAME of [A-Za-z0-9_-]";
+  if (eq == std::string_view::npos || !is_valid_setting_name(setting.name)) {
+    error = "expected NAME=MODE[:DELAY] with NAME a path name of [A-Za-z0-9_-./%] or a prefix PATH/*";
     return std::nullopt;
   }
   std::string_view rest = text.substr(eq + 1);
@@ -307,6 +307,9 @@ std::string usage() {
          "LATENCY: DURATION[,pP=DURATION]...: '150ms,p98=700ms' is 150 ms for 98% of the requests and\n"
          "         700 ms for the slowest 2%; up to 4 tail terms, percentiles and delays increasing\n"
          "durations: <digits>us|ms|s|m\n"
+         "NAME: a path name, the request's path without its leading '/' (GET /seller/17 is seller/17), or\n"
+         "      a prefix PATH/* (seller/*): the settings of the paths under PATH/ without their own (the\n"
+         "      longest prefix wins); in --path, --body, the profile's paths and /__control\n"
          "control and data requests (GET; /__control also POST):\n"
          "  /__stats   counters, in total and per endpoint (keyed by port)\n"
          "  /__reset   zeroes the counters and restarts the tails' generators\n"

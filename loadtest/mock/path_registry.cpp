@@ -19,13 +19,24 @@ path_registry::path_registry(latency default_delay, std::vector<unsigned short> 
   for (std::size_t i = 0; i < ports.size(); ++i) endpoints_[i].port = ports[i];
 }
 
-path_registry::path_entry* path_registry::find_or_add(std::string_view name) {
-  if (auto it = paths_.find(name); it != paths_.end()) return it->second.get();
-  if (paths_.size() >= max_paths) return nullptr;
+path_registry::path_entry* path_registry::find_or_add(path_table& table, std::string_view key,
+                                                      std::string_view seed_name) {
+  if (auto it = table.find(key); it != table.end()) return it->second.get();
+  if (table.size() >= max_paths) return nullptr;
   auto entry = std::make_unique<path_entry>();
-  entry->draws = draw_generator(path_seed(seed_, name));
+  entry->draws = draw_generator(path_seed(seed_, seed_name));
   entry->by_endpoint.resize(endpoints_.size());
-  return paths_.emplace(std::string(name), std::move(entry)).first->second.get();
+  return table.emplace(std::string(key), std::move(entry)).first->second.get();
+}
+
+path_registry::path_entry* path_registry::longest_prefix(std::string_view name) {
+  // A prefix covers the paths that go on after its '/': "seller/" covers "seller/17", not "seller/".
+  if (name.size() < 2) return nullptr;
+  for (auto slash = name.rfind('/', name.size() - 2); slash != std::string_view::npos;
+       slash = slash == 0 ? std::string_view::npos : name.rfind('/', slash - 1)) {
+    if (auto it = prefixes_.find(name.substr(0, slash + 1)); it != prefixes_.end()) return it->second.get();
+  }
+  return nullptr;
 }
 
 std::string path_registry::configure(std::string_view name, const path_change& change, unsigned short port) {
@@ -43,8 +54,10 @@ std::string path_registry::configure(std::string_view name, const path_change& c
   const std::string* body = change.body ? keep_text(*change.body, full) : nullptr;
   const std::string* headers = change.headers ? keep_text(*change.headers, full) : nullptr;
   if (full) return "too many bodies (64 MiB in all)";
-  path_entry* entry = find_or_add(name);
+  const auto prefix = setting_prefix(name);
+  path_entry* entry = prefix.empty() ? find_or_add(paths_, name, name) : find_or_add(prefixes_, prefix, name);
   if (!entry) return "too many paths";
+  entry->configured = true;
   const auto apply = [&](path_config& config) {
     if (change.how) config.how = *change.how;
     if (change.delay) config.delay = change.delay;
@@ -92,17 +105,26 @@ path_registry::ticket path_registry::begin_request(std::string_view name, const 
   t.endpoint = endpoint < endpoints_.size() ? endpoint : 0;
   std::lock_guard lock(mutex_);
   ++endpoints_[t.endpoint].total.requests;
-  t.entry = find_or_add(name);
-  if (!t.entry) {
+  t.entry = find_or_add(paths_, name, name);
+  // Without prefixes (the common case) a path answers by its own settings at no further cost.
+  path_entry* prefix = nullptr;
+  if (!prefixes_.empty() && (!t.entry || !t.entry->configured)) prefix = longest_prefix(name);
+  if (!t.entry && !prefix) {
     t.how.delay = draw_delay(std::nullopt, default_draws_);
     return t;
   }
-  const bool overridden = !t.entry->overrides.empty() && t.entry->overrides[t.endpoint];
-  const path_config& config = overridden ? *t.entry->overrides[t.endpoint] : t.entry->shared;
+  const path_config& config = (prefix ? prefix : t.entry)->config(t.endpoint);
   t.how.how = config.how;
-  t.how.delay = draw_delay(config.delay, t.entry->draws);
+  // A tracked path draws from its own generator even under a prefix: its delays do not depend on the
+  // order in which its siblings are requested.
+  t.how.delay = draw_delay(config.delay, (t.entry ? t.entry : prefix)->draws);
   t.body = config.body;
   t.headers = config.headers;
+  if (!t.entry) {  // the table is full: the prefix's own count decides a flaky answer
+    ++prefix->total.requests;
+    if (t.how.how == mode::flaky) t.how.how = prefix->total.requests % 2 == 1 ? mode::unavailable : mode::ok;
+    return t;
+  }
   ++t.entry->total.requests;
   ++t.entry->by_endpoint[t.endpoint].requests;
   if (t.how.how == mode::flaky) t.how.how = t.entry->total.requests % 2 == 1 ? mode::unavailable : mode::ok;
@@ -157,6 +179,10 @@ void path_registry::reset() {
     e.connections_total.store(0, relaxed);
   }
   default_draws_ = draw_generator(path_seed(seed_, untracked_seed_name));
+  for (auto& [prefix, entry] : prefixes_) {
+    entry->draws = draw_generator(path_seed(seed_, std::string(prefix) + '*'));
+    entry->total = {};
+  }
   for (auto& [name, entry] : paths_) {
     entry->draws = draw_generator(path_seed(seed_, name));
     entry->total = {};

@@ -63,8 +63,9 @@ class path_registry {
   // Applies `change` to `name` on every endpoint (the fields it sets replace the same fields of any
   // one-endpoint override too) or, when `port` is not 0, on the endpoint listening on `port` only: that
   // endpoint gets an override, a copy of the shared behaviour the first time. A new path starts as mode
-  // ok with the default delay. Returns an error message (table full, bodies over max_body_bytes, no
-  // endpoint on `port`), empty on success.
+  // ok with the default delay. `name` may be a prefix "NAME/*" (see is_valid_setting_name): a request to
+  // a path that was never configured itself is answered by the longest prefix above it, if any. Returns
+  // an error message (table full, bodies over max_body_bytes, no endpoint on `port`), empty on success.
   std::string configure(std::string_view name, const path_change& change, unsigned short port = 0);
 
   // One request to a downstream path: how to answer it, and where to count its cancellation.
@@ -110,6 +111,7 @@ class path_registry {
   struct path_entry {
     path_config shared;
     std::vector<std::optional<path_config>> overrides;  // by endpoint; empty while there is none
+    bool configured = false;  // has settings of its own (else only counters): no prefix applies to it
     draw_generator draws;
     counts total;
     std::vector<counts> by_endpoint;
@@ -122,6 +124,11 @@ class path_registry {
     std::size_t traceparents_seen = 0;
     std::vector<std::pair<std::string, std::string>> last_headers;
     std::string last_accept_encoding;
+
+    const path_config& config(std::size_t endpoint) const {
+      const bool overridden = !overrides.empty() && overrides[endpoint];
+      return overridden ? *overrides[endpoint] : shared;
+    }
   };
   struct endpoint_state {
     unsigned short port = 0;
@@ -130,8 +137,11 @@ class path_registry {
     std::atomic<std::uint64_t> connections_total{0};
   };
 
-  // Require mutex_. find_or_add returns null when the table is full.
-  path_entry* find_or_add(std::string_view name);
+  using path_table = std::map<std::string, std::unique_ptr<path_entry>, std::less<>>;
+  // Require mutex_. find_or_add returns null when the table is full; `seed_name` seeds a new entry's
+  // delays. longest_prefix returns null when no prefix covers `name`.
+  path_entry* find_or_add(path_table& table, std::string_view key, std::string_view seed_name);
+  path_entry* longest_prefix(std::string_view name);
   microseconds draw_delay(const std::optional<latency>& delay, draw_generator& draws) const;
   // Requires mutex_: `text` kept once among bodies_ (null when empty or over max_body_bytes in all).
   const std::string* keep_text(const std::string& text, bool& full);
@@ -141,7 +151,8 @@ class path_registry {
   std::vector<std::string> recorded_names_;
   std::vector<endpoint_state> endpoints_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<path_entry>, std::less<>> paths_;
+  path_table paths_;     // by path name: every path requested or configured, up to max_paths
+  path_table prefixes_;  // by prefix ("seller/" for "seller/*"); only their settings and delays are used
   draw_generator default_draws_;                            // for the paths not tracked; guarded by mutex_
   std::vector<std::unique_ptr<const std::string>> bodies_;  // guarded by mutex_
   std::size_t body_bytes_ = 0;                              // guarded by mutex_

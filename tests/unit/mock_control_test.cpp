@@ -214,3 +214,60 @@ TEST_CASE("mock replies: the ok body echoes query parameters other than sku", "[
   CHECK(act.downstream);
   CHECK(act.query == "sku=A1&region=eu");
 }
+
+TEST_CASE("mock control: a prefix answers the paths under it that have no settings of their own", "[mock]") {
+  path_registry registry(latency{}, {9001, 9002}, 1);
+  CHECK(get(registry, "/__control?path=seller/*&mode=fail").status == 200);
+  CHECK(get(registry, "/__control?path=seller/vip/*&mode=unavailable&delay=3ms").status == 200);
+  CHECK(get(registry, "/__control?path=seller/17&mode=hang").status == 200);
+  CHECK(get(registry, "/__control?path=seller*&mode=ok").status == 400);
+  CHECK(get(registry, "/__control?path=seller/**&mode=ok").status == 400);
+
+  CHECK(get(registry, "/seller/18").ticket.how.how == mode::fail);
+  CHECK(get(registry, "/seller/a/b").ticket.how.how == mode::fail);
+  CHECK(get(registry, "/seller/vip/1").ticket.how.how == mode::unavailable);  // the longest prefix
+  CHECK(get(registry, "/seller/vip/1").ticket.how.delay == microseconds(3ms));
+  CHECK(get(registry, "/seller/17").ticket.how.how == mode::hang);  // an exact setting wins
+  CHECK(get(registry, "/seller").ticket.how.how == mode::ok);       // not under "seller/"
+  CHECK(get(registry, "/seller/").ticket.how.how == mode::ok);
+  CHECK(get(registry, "/sellers/1").ticket.how.how == mode::ok);
+
+  // Later changes to the prefix reach the paths it answers, those already requested too; a port override
+  // of the prefix applies to its endpoint only.
+  REQUIRE(registry.configure("seller/*", {mode::flaky, std::nullopt, std::nullopt}).empty());
+  CHECK(get(registry, "/seller/18").ticket.how.how == mode::ok);  // its 2nd request: flaky counts per path
+  CHECK(get(registry, "/seller/30").ticket.how.how == mode::unavailable);
+  CHECK(get(registry, "/seller/31").ticket.how.how == mode::unavailable);
+  CHECK(get(registry, "/seller/30").ticket.how.how == mode::ok);
+  REQUIRE(registry.configure("seller/*", {mode::garbage, std::nullopt, std::nullopt}, 9002).empty());
+  CHECK(get(registry, "/seller/30", 1).ticket.how.how == mode::garbage);
+  CHECK(get(registry, "/seller/30", 0).ticket.how.how == mode::ok);  // its 4th
+
+  // A prefix's body serves every path under it; an exact setting of a path later takes it out.
+  REQUIRE(registry.configure("item/*", {std::nullopt, std::nullopt, R"({"x":1})"}).empty());
+  const auto body = get(registry, "/item/5").ticket.body;
+  REQUIRE(body);
+  CHECK(*body == R"({"x":1})");
+  REQUIRE(registry.configure("item/5", {mode::ok, std::nullopt, std::nullopt}).empty());
+  CHECK_FALSE(get(registry, "/item/5").ticket.body);
+  CHECK(get(registry, "/item/6").ticket.body == body);
+
+  // The counters stay per requested path; the prefixes are settings, not paths.
+  const auto stats = nlohmann::json::parse(registry.stats_json());
+  INFO(stats.dump());
+  CHECK(stats["paths"]["seller/18"]["requests"] == 2);
+  CHECK(stats["paths"]["seller/30"]["requests"] == 4);
+  CHECK(stats["paths"]["seller/vip/1"]["requests"] == 2);
+  CHECK(stats["endpoints"]["9002"]["paths"]["seller/30"]["requests"] == 1);
+  CHECK_FALSE(stats["paths"].contains("seller/*"));
+}
+
+TEST_CASE("mock control: a prefix still answers when the path table is full", "[mock]") {
+  path_registry registry(latency{}, {9001}, 1);
+  REQUIRE(registry.configure("author/*", {mode::fail, std::nullopt, std::nullopt}).empty());
+  for (std::size_t i = 0; i < path_registry::max_paths; ++i) get(registry, "/p/" + std::to_string(i));
+  const auto untracked = get(registry, "/author/1").ticket;
+  CHECK(untracked.entry == nullptr);
+  CHECK(untracked.how.how == mode::fail);
+  CHECK(get(registry, "/other").ticket.how.how == mode::ok);
+}

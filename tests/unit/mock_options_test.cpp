@@ -153,3 +153,27 @@ TEST_CASE("mock options: the profile takes latencies too", "[mock]") {
   CHECK_FALSE(apply_profile("paths: {coupon: {delay: '1ms,p50'}}", o, error));
   CHECK(error.find("paths.coupon.delay") != std::string::npos);
 }
+
+TEST_CASE("mock options: a setting may name a prefix PATH/*", "[mock]") {
+  temp_file body(R"({"id": 1})");
+  const auto o = parsed({"--path", "seller/*=fail:5ms", "--body", "seller/vip/*=@" + body.path});
+  REQUIRE(o.paths.size() == 1);
+  CHECK(o.paths[0].name == "seller/*");
+  REQUIRE(o.bodies.size() == 1);
+  CHECK(o.bodies[0].name == "seller/vip/*");
+
+  std::string error;
+  for (std::string_view bad : {"seller*=ok", "*=ok", "seller/**=ok", "seller/*/x=ok", "/*x=ok"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_path_setting(bad, error).has_value());
+  }
+  CHECK(setting_prefix("seller/*") == "seller/");
+  CHECK(setting_prefix("seller/17").empty());
+
+  mock_options p;
+  REQUIRE(apply_profile("paths:\n  seller/*: {mode: hang}\n  'author/*': {delay: 2ms}\n", p, error));
+  REQUIRE(p.paths.size() == 2);
+  CHECK(p.paths[0].name == "seller/*");
+  CHECK(p.paths[1].name == "author/*");
+  CHECK_FALSE(apply_profile("paths: {'seller*': {mode: hang}}", p, error));
+}
