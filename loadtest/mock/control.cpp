@@ -1,10 +1,9 @@
 #include "loadtest/mock/control.hpp"
 
+#include "loadtest/mock/body_template.hpp"
 #include "loadtest/mock/replies.hpp"
 
 #include "gateway/codec/http_text.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -124,9 +123,12 @@ std::optional<control_request> parse_control(std::string_view query, control_kin
 
   req.change.body = value_of(query, "body", error);
   if (!error.empty()) return std::nullopt;
-  if (req.change.body && !req.change.body->empty() && !nlohmann::json::accept(*req.change.body)) {
-    error = "body is not JSON";
-    return std::nullopt;
+  if (req.change.body && !req.change.body->empty()) {
+    std::string why;
+    if (!body_template::parse(*req.change.body, why)) {
+      error = "body " + why;
+      return std::nullopt;
+    }
   }
   req.change.headers = header_lines(query, error);
   if (!error.empty()) return std::nullopt;

@@ -71,6 +71,7 @@ request_action handle_request(const request_view& req, path_registry& registry) 
   // "sku=SKU" alone, the common case, leaves nothing to echo, and no need to look again.
   const bool sku_alone = sku.present && query.size() == std::string_view("sku=").size() + sku.raw.size();
   act.query = sku_alone ? std::string_view{} : query;
+  act.whole_query = query;
   act.ticket = registry.begin_request(act.name, req.headers, req.endpoint);
   return act;
 }

@@ -28,11 +28,12 @@ struct request_action {
   std::string body;
   bool close = false;  // close the connection after the reply
 
-  // A downstream request (downstream == true). `name` and `query` point into the request target; `query`
-  // is empty when it holds nothing but the sku.
+  // A downstream request (downstream == true). `name`, `query` and `whole_query` point into the request
+  // target; `query` is empty when it holds nothing but the sku, `whole_query` is the query as sent.
   std::string_view name;
   std::string sku;
   std::string_view query;
+  std::string_view whole_query;
   path_registry::ticket ticket;
 };
 

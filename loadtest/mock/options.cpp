@@ -1,7 +1,8 @@
 #include "loadtest/mock/options.hpp"
 
+#include "loadtest/mock/body_template.hpp"
+
 #include <yaml-cpp/yaml.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -33,7 +34,7 @@ bool read_file(const std::string& path, std::string& text) {
   return true;
 }
 
-// "NAME=@FILE": the file must hold JSON.
+// "NAME=@FILE": the file must hold JSON, maybe a template (body_template.hpp).
 std::optional<path_body> parse_body_option(std::string_view text, std::string& error) {
   const auto eq = text.find('=');
   const std::string_view name = text.substr(0, eq);
@@ -43,12 +44,13 @@ std::optional<path_body> parse_body_option(std::string_view text, std::string& e
   }
   const std::string file(text.substr(eq + 2));
   path_body body{std::string(name), {}};
+  std::string why;
   if (!read_file(file, body.json)) {
     error = "cannot read '" + file + "'";
   } else if (body.json.size() > max_body_size) {
     error = "'" + file + "' is larger than 16 MiB";
-  } else if (!nlohmann::json::accept(body.json)) {
-    error = "'" + file + "' is not JSON";
+  } else if (!body_template::parse(body.json, why)) {
+    error = "'" + file + "' " + why;
   } else {
     return body;
   }
@@ -301,7 +303,8 @@ std::string usage() {
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"
-         "  --body     the JSON in FILE is the body of the path's ok answers, sent verbatim; repeatable\n"
+         "  --body     the JSON in FILE is the body of the path's ok answers, sent verbatim unless a string\n"
+         "             value holds a placeholder; repeatable (placeholders: see BODY below)\n"
          "  --profile  YAML file: {default_delay: 150ms, paths: {coupon: {mode: hang, delay: 110ms}}}\n"
          "             (applied first; the other options override it)\n"
          "LATENCY: DURATION[,pP=DURATION]...: '150ms,p98=700ms' is 150 ms for 98% of the requests and\n"
@@ -318,6 +321,11 @@ std::string usage() {
          "             changes a path at run time, on every endpoint or (port=P) on one only; values\n"
          "             percent-encoded; an empty body goes back to the generated one\n"
          "  /NAME?sku=SKU[&...]  a downstream call; other query parameters are echoed in \"query\"\n"
+         "BODY (--body, /__control's body): in string values, {path} is the path name, {seg.N} its N-th\n"
+         "  '/'-separated segment from 0, {query.KEY} a query parameter (percent-decoded), {header.NAME} a\n"
+         "  request header field; each JSON-escaped, empty when absent. A value that is exactly one of them\n"
+         "  with '#', \"{#seg.1}\", is written as a bare number when it is one. E.g. for GET /seller/17:\n"
+         "  {\"id\":\"{#seg.1}\",\"name\":\"seller {seg.1}\"} -> {\"id\":17,\"name\":\"seller 17\"}\n"
          "TLS (HTTPS endpoints beside the plain ones, which keep serving the control requests):\n"
          "  --tls-listen HOST:PORT  an HTTPS listener, repeatable; its endpoints follow the --listen ones "
          "and\n"

@@ -9,6 +9,43 @@ namespace mock {
 namespace {
 constexpr auto relaxed = std::memory_order_relaxed;
 constexpr std::string_view untracked_seed_name = "/";  // not a valid path name: no path shares its seed
+
+const std::string& text_of(const std::string& text) {
+  return text;
+}
+const std::string& text_of(const body_template& body) {
+  return body.text();
+}
+
+// A ticket may point to a text while the path changes again: texts are kept, each once, `bytes` counting
+// them. `make(text, error)` returns the object kept for a new text (nullopt with `error`). Null for "".
+template <class T, class Make>
+const T* keep_once(std::vector<std::unique_ptr<const T>>& kept, const std::string& text, std::size_t& bytes,
+                   std::string& error, Make make) {
+  if (text.empty()) return nullptr;
+  for (const auto& k : kept) {
+    if (text_of(*k) == text) return k.get();
+  }
+  if (bytes + text.size() > path_registry::max_body_bytes) {
+    error = "too many bodies (64 MiB in all)";
+    return nullptr;
+  }
+  std::optional<T> made = make(text, error);
+  if (!made) return nullptr;
+  bytes += text.size();
+  return kept.emplace_back(std::make_unique<const T>(std::move(*made))).get();
+}
+
+std::optional<body_template> parse_body(const std::string& json, std::string& error) {
+  auto body = body_template::parse(json, error);
+  if (!body) error = "body " + error;
+  return body;
+}
+
+std::optional<std::string> copy_text(const std::string& text, std::string&) {
+  return text;
+}
+
 }  // namespace
 
 path_registry::path_registry(latency default_delay, std::vector<unsigned short> ports, std::uint64_t seed)
@@ -50,10 +87,13 @@ std::string path_registry::configure(std::string_view name, const path_change& c
     }
   }
   std::lock_guard lock(mutex_);
-  bool full = false;
-  const std::string* body = change.body ? keep_text(*change.body, full) : nullptr;
-  const std::string* headers = change.headers ? keep_text(*change.headers, full) : nullptr;
-  if (full) return "too many bodies (64 MiB in all)";
+  std::string error;
+  const body_template* body =
+      change.body ? keep_once(bodies_, *change.body, body_bytes_, error, parse_body) : nullptr;
+  const std::string* headers = change.headers && error.empty()
+                                   ? keep_once(texts_, *change.headers, body_bytes_, error, copy_text)
+                                   : nullptr;
+  if (!error.empty()) return error;
   const auto prefix = setting_prefix(name);
   path_entry* entry = prefix.empty() ? find_or_add(paths_, name, name) : find_or_add(prefixes_, prefix, name);
   if (!entry) return "too many paths";
@@ -76,21 +116,6 @@ std::string path_registry::configure(std::string_view name, const path_change& c
     if (over) apply(*over);
   }
   return {};
-}
-
-// A ticket may point to a text while the path changes again: texts are kept, each once.
-const std::string* path_registry::keep_text(const std::string& text, bool& full) {
-  if (text.empty()) return nullptr;
-  auto same = std::find_if(bodies_.begin(), bodies_.end(), [&](const auto& b) { return *b == text; });
-  if (same == bodies_.end()) {
-    if (body_bytes_ + text.size() > max_body_bytes) {
-      full = true;
-      return nullptr;
-    }
-    body_bytes_ += text.size();
-    same = bodies_.insert(bodies_.end(), std::make_unique<const std::string>(text));
-  }
-  return same->get();
 }
 
 microseconds path_registry::draw_delay(const std::optional<latency>& delay, draw_generator& draws) const {

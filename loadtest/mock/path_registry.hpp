@@ -6,6 +6,7 @@
 // Entries and bodies are never removed, so a ticket stays valid for the registry's lifetime.
 
 #include "loadtest/mock/behaviour.hpp"
+#include "loadtest/mock/body_template.hpp"
 #include "loadtest/mock/latency.hpp"
 
 #include <array>
@@ -36,7 +37,8 @@ struct request_headers {
 struct path_change {
   std::optional<mode> how;
   std::optional<latency> delay;
-  std::optional<std::string> body;  // the body of ok answers; "" goes back to the generated one
+  // The body of ok answers, JSON and maybe a template (body_template.hpp); "" goes back to the generated one.
+  std::optional<std::string> body;
   // More header fields of its answers (ok, fail, unavailable and the encoded modes), "Name: value\r\n"
   // each; "" goes back to none.
   std::optional<std::string> headers{};
@@ -65,13 +67,14 @@ class path_registry {
   // endpoint gets an override, a copy of the shared behaviour the first time. A new path starts as mode
   // ok with the default delay. `name` may be a prefix "NAME/*" (see is_valid_setting_name): a request to
   // a path that was never configured itself is answered by the longest prefix above it, if any. Returns
-  // an error message (table full, bodies over max_body_bytes, no endpoint on `port`), empty on success.
+  // an error message (table full, bodies over max_body_bytes, a body that is no template, no endpoint on
+  // `port`), empty on success.
   std::string configure(std::string_view name, const path_change& change, unsigned short port = 0);
 
   // One request to a downstream path: how to answer it, and where to count its cancellation.
   struct ticket {
     behaviour how;
-    const std::string* body = nullptr;     // null: the generated ok body
+    const body_template* body = nullptr;   // null: the generated ok body
     const std::string* headers = nullptr;  // null: no more header fields
     path_entry* entry = nullptr;           // null when the path is not tracked
     std::size_t endpoint = 0;
@@ -101,8 +104,8 @@ class path_registry {
   struct path_config {
     mode how = mode::ok;
     std::optional<latency> delay;          // nullopt: the default delay
-    const std::string* body = nullptr;     // one of bodies_
-    const std::string* headers = nullptr;  // one of bodies_ (the texts are kept alike)
+    const body_template* body = nullptr;   // one of bodies_
+    const std::string* headers = nullptr;  // one of texts_
   };
   struct counts {
     std::uint64_t requests = 0;
@@ -143,8 +146,6 @@ class path_registry {
   path_entry* find_or_add(path_table& table, std::string_view key, std::string_view seed_name);
   path_entry* longest_prefix(std::string_view name);
   microseconds draw_delay(const std::optional<latency>& delay, draw_generator& draws) const;
-  // Requires mutex_: `text` kept once among bodies_ (null when empty or over max_body_bytes in all).
-  const std::string* keep_text(const std::string& text, bool& full);
 
   const latency default_delay_;
   const std::uint64_t seed_;
@@ -153,9 +154,11 @@ class path_registry {
   mutable std::mutex mutex_;
   path_table paths_;     // by path name: every path requested or configured, up to max_paths
   path_table prefixes_;  // by prefix ("seller/" for "seller/*"); only their settings and delays are used
-  draw_generator default_draws_;                            // for the paths not tracked; guarded by mutex_
-  std::vector<std::unique_ptr<const std::string>> bodies_;  // guarded by mutex_
-  std::size_t body_bytes_ = 0;                              // guarded by mutex_
+  draw_generator default_draws_;  // for the paths not tracked; guarded by mutex_
+  // Each distinct body and header text ever configured, kept for the registry's lifetime; guarded by mutex_.
+  std::vector<std::unique_ptr<const body_template>> bodies_;
+  std::vector<std::unique_ptr<const std::string>> texts_;
+  std::size_t body_bytes_ = 0;  // of both; guarded by mutex_
 
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> cancelled_{0};

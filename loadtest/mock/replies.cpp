@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -79,21 +80,23 @@ void append_ok_body(std::string& out, std::string_view name, std::string_view sk
 }
 
 void append_json_string(std::string& out, std::string_view text) {
-  bool plain = true;
-  for (const char c : text) {
+  out += '"';
+  append_json_escaped(out, text);
+  out += '"';
+}
+
+void append_json_escaped(std::string& out, std::string_view text) {
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
-      plain = false;
-      break;
-    }
-  }
+    return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+  });
   if (plain) {
-    out += '"';
     out += text;
-    out += '"';
     return;
   }
-  out += nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const auto quoted =
+      nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.append(quoted, 1, quoted.size() - 2);
 }
 
 std::string padded_object(std::size_t size) {

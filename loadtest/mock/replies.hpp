@@ -24,6 +24,8 @@ void append_ok_body(std::string& out, std::string_view name, std::string_view sk
 
 // Appends `text` as a quoted JSON string; invalid UTF-8 becomes U+FFFD.
 void append_json_string(std::string& out, std::string_view text);
+// The same without the quotes: `text` as it goes inside a JSON string.
+void append_json_escaped(std::string& out, std::string_view text);
 
 // A JSON object {"pad":"xxx..."} of exactly `size` bytes (at least 10).
 std::string padded_object(std::size_t size);

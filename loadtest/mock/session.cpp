@@ -115,7 +115,7 @@ class session {
                          field(req, "Accept-Encoding"),
                          {}},
                         endpoint_};
-      accept_encoding_ = view.headers.accept_encoding;
+      request_ = &req;
       for (const auto& name : registry_.recorded_names()) {
         std::string joined;
         for (const auto& f : boost::make_iterator_range(req.equal_range(name))) {
@@ -254,11 +254,19 @@ class session {
     return sent(act, write(head_, body)) && finish(keep_alive);
   }
 
-  // The path's own body when it has one, else the body generated from the request.
+  // The path's own body when it has one (filled in from the request if it is a template), else the body
+  // generated from the request.
   std::string_view ok_body(const request_action& act) {
-    if (act.ticket.body) return *act.ticket.body;
+    const body_template* own = act.ticket.body;
+    if (own && own->verbatim()) return own->text();
     body_.clear();
-    append_ok_body(body_, act.name, act.sku, act.query);
+    if (!own) {
+      append_ok_body(body_, act.name, act.sku, act.query);
+      return body_;
+    }
+    std::vector<std::string_view> headers;
+    for (const auto& name : own->header_names()) headers.push_back(field(*request_, name));
+    own->expand(body_, {act.name, act.whole_query, headers});
     return body_;
   }
 
@@ -269,7 +277,7 @@ class session {
 
   // The modes that answer in a content coding (encoded_replies.hpp).
   bool encoded(const request_action& act, bool keep_alive) {
-    const auto reply = encode_reply(act.ticket.how.how, ok_body(act), accept_encoding_);
+    const auto reply = encode_reply(act.ticket.how.how, ok_body(act), field(*request_, "Accept-Encoding"));
     head_.clear();
     append_head(head_, 200, reply.body.size(), keep_alive, "application/json", reply.coding,
                 extra_fields(act));
@@ -371,7 +379,7 @@ class session {
   beast::flat_buffer buffer_;
   std::string head_;
   std::string body_;
-  std::string_view accept_encoding_;  // the current request's (in its parser), while it is served
+  const http::request<http::string_body>* request_ = nullptr;  // the one being served (in its parser)
 };
 
 }  // namespace

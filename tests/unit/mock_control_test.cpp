@@ -157,14 +157,14 @@ TEST_CASE("mock control: a path's body replaces the generated one", "[mock]") {
   REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, R"({"x":1})"}, 9001).empty());
   const auto own = get(registry, "/coupon?sku=A", 0);
   REQUIRE(own.ticket.body);
-  CHECK(*own.ticket.body == R"({"x":1})");
+  CHECK(own.ticket.body->text() == R"({"x":1})");
   CHECK_FALSE(get(registry, "/coupon?sku=A", 1).ticket.body);
   REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, ""}).empty());
   CHECK_FALSE(get(registry, "/coupon?sku=A", 0).ticket.body);
   // A request in flight keeps its body while the path changes.
   REQUIRE(registry.configure("coupon", {std::nullopt, std::nullopt, R"({"y":2})"}).empty());
-  CHECK(*own.ticket.body == R"({"x":1})");
-  CHECK(*get(registry, "/coupon?sku=A", 1).ticket.body == R"({"y":2})");
+  CHECK(own.ticket.body->text() == R"({"x":1})");
+  CHECK(get(registry, "/coupon?sku=A", 1).ticket.body->text() == R"({"y":2})");
   const std::string huge(path_registry::max_body_bytes, ' ');
   CHECK(registry.configure("coupon", {std::nullopt, std::nullopt, huge}).starts_with("too many bodies"));
 }
@@ -247,7 +247,7 @@ TEST_CASE("mock control: a prefix answers the paths under it that have no settin
   REQUIRE(registry.configure("item/*", {std::nullopt, std::nullopt, R"({"x":1})"}).empty());
   const auto body = get(registry, "/item/5").ticket.body;
   REQUIRE(body);
-  CHECK(*body == R"({"x":1})");
+  CHECK(body->text() == R"({"x":1})");
   REQUIRE(registry.configure("item/5", {mode::ok, std::nullopt, std::nullopt}).empty());
   CHECK_FALSE(get(registry, "/item/5").ticket.body);
   CHECK(get(registry, "/item/6").ticket.body == body);
