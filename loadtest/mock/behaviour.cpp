@@ -6,7 +6,7 @@
 namespace mock {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, mode>, 18> modes = {{
+constexpr std::array<std::pair<std::string_view, mode>, 19> modes = {{
     {"ok", mode::ok},
     {"hang", mode::hang},
     {"fail", mode::fail},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<std::string_view, mode>, 18> modes = {{
     {"zipbomb", mode::zipbomb},
     {"badgzip", mode::badgzip},
     {"brotli", mode::brotli},
+    {"items", mode::items},
 }};
 
 }  // namespace
@@ -38,7 +39,7 @@ std::optional<mode> parse_mode(std::string_view text) {
 
 std::string_view mode_names() {
   return "ok|hang|fail|reset|garbage|notobject|big|drip|slowheaders|chunked|interim|gzipchunked|unavailable|"
-         "flaky|compressed|zipbomb|badgzip|brotli";
+         "flaky|compressed|zipbomb|badgzip|brotli|items";
 }
 
 bool is_valid_path_name(std::string_view name) {

@@ -28,6 +28,7 @@ enum class mode {
   zipbomb,      // 200 with Content-Encoding: gzip, about 16 KiB that inflate to a 16 MiB JSON object
   badgzip,      // 200 with Content-Encoding: gzip, the ok body gzipped with its checksum broken
   brotli,       // 200 like ok, labelled Content-Encoding: br (a coding the gateway does not decode)
+  items,        // 200 with an array of ?count= items (default 3) in a JSON object (append_items_body)
 };
 
 struct behaviour {

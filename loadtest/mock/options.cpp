@@ -303,6 +303,8 @@ std::string usage() {
          "  --path     behaviour of one path, repeatable; MODE is one of " +
          std::string(mode_names()) +
          "\n"
+         "             (items: {\"source\":NAME,\"count\":N,\"items\":[{\"id\":\"NAME-0\",\"n\":0},...]},\n"
+         "             N from the query's count=N, default 3, at most 10000; another count is a 400)\n"
          "  --body     the JSON in FILE is the body of the path's ok answers, sent verbatim unless a string\n"
          "             value holds a placeholder; repeatable (placeholders: see BODY below)\n"
          "  --profile  YAML file: {default_delay: 150ms, paths: {coupon: {mode: hang, delay: 110ms}}}\n"

@@ -39,8 +39,8 @@ struct path_change {
   std::optional<latency> delay;
   // The body of ok answers, JSON and maybe a template (body_template.hpp); "" goes back to the generated one.
   std::optional<std::string> body;
-  // More header fields of its answers (ok, fail, unavailable and the encoded modes), "Name: value\r\n"
-  // each; "" goes back to none.
+  // More header fields of its answers (ok, fail, unavailable, items and the encoded modes),
+  // "Name: value\r\n" each; "" goes back to none.
   std::optional<std::string> headers{};
 };
 

@@ -79,6 +79,34 @@ void append_ok_body(std::string& out, std::string_view name, std::string_view sk
   out += '}';
 }
 
+bool append_items_body(std::string& out, std::string_view name, std::string_view query) {
+  std::size_t count = default_items;
+  if (const auto param = find_query_param(query, "count"); param.present) {
+    const auto& text = param.value;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+    if (param.malformed || ec != std::errc{} || end != text.data() + text.size() || count > max_items) {
+      out += R"({"error":"bad count: give 0 to 10000"})";
+      return false;
+    }
+  }
+  out += R"({"source":")";
+  out += name;
+  out += R"(","count":)";
+  append_number(out, count);
+  out += R"(,"items":[)";
+  for (std::size_t i = 0; i < count; ++i) {
+    out += i == 0 ? R"({"id":")" : R"(,{"id":")";
+    out += name;
+    out += '-';
+    append_number(out, i);
+    out += R"(","n":)";
+    append_number(out, i);
+    out += '}';
+  }
+  out += "]}";
+  return true;
+}
+
 void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   append_json_escaped(out, text);

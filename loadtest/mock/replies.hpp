@@ -22,6 +22,13 @@ void append_head(std::string& out, unsigned status, std::size_t content_length, 
 void append_ok_body(std::string& out, std::string_view name, std::string_view sku,
                     std::string_view query = {});
 
+// The body of mode items: {"source":"NAME","count":N,"items":[{"id":"NAME-0","n":0},...]} with N from the
+// query parameter `count` (default 3, 0 to max_items). Returns false, having appended {"error":"..."}
+// instead, when `count` is not such a number. `name` must be a valid path name (it is not escaped).
+inline constexpr std::size_t default_items = 3;
+inline constexpr std::size_t max_items = 10000;
+bool append_items_body(std::string& out, std::string_view name, std::string_view query);
+
 // Appends `text` as a quoted JSON string; invalid UTF-8 becomes U+FFFD.
 void append_json_string(std::string& out, std::string_view text);
 // The same without the quotes: `text` as it goes inside a JSON string.

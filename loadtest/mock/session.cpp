@@ -208,6 +208,7 @@ class session {
     }
 
     std::string_view body;
+    unsigned status = 200;
     switch (how.how) {
       case mode::reset: {
         beast::error_code ignored;
@@ -231,6 +232,12 @@ class session {
       case mode::fail:
       case mode::unavailable:
         body = fail_body;
+        status = how.how == mode::fail ? 500 : 503;
+        break;
+      case mode::items:
+        body_.clear();
+        if (!append_items_body(body_, act.name, act.whole_query)) status = 400;
+        body = body_;
         break;
       case mode::garbage:
         body = garbage_body;
@@ -249,7 +256,6 @@ class session {
         break;
     }
     head_.clear();
-    const unsigned status = how.how == mode::fail ? 500 : how.how == mode::unavailable ? 503 : 200;
     append_head(head_, status, body.size(), keep_alive, "application/json", {}, extra_fields(act));
     return sent(act, write(head_, body)) && finish(keep_alive);
   }

@@ -1,5 +1,5 @@
-// The mock's runtime controls (/__control, /__mode), per-endpoint behaviours and counters, seeded tails,
-// and the ok body's echo of the query.
+// The mock's runtime controls (/__control, /__mode), per-endpoint behaviours and counters, prefixes,
+// seeded tails, the ok body's echo of the query and the body of mode items.
 
 #include "loadtest/mock/control.hpp"
 #include "loadtest/mock/handle_request.hpp"
@@ -270,4 +270,35 @@ TEST_CASE("mock control: a prefix still answers when the path table is full", "[
   CHECK(untracked.entry == nullptr);
   CHECK(untracked.how.how == mode::fail);
   CHECK(get(registry, "/other").ticket.how.how == mode::ok);
+}
+
+TEST_CASE("mock replies: mode items answers `count` items named after the path", "[mock]") {
+  CHECK(parse_mode("items") == mode::items);
+  CHECK(control("path=reviews&mode=items").change.how == mode::items);
+
+  std::string out;
+  CHECK(append_items_body(out, "reviews", "product=7"));
+  CHECK(out == R"({"source":"reviews","count":3,"items":[{"id":"reviews-0","n":0},{"id":"reviews-1","n":1},)"
+               R"({"id":"reviews-2","n":2}]})");
+  out.clear();
+  CHECK(append_items_body(out, "a/b", "count=0"));
+  CHECK(out == R"({"source":"a/b","count":0,"items":[]})");
+  out.clear();
+  CHECK(append_items_body(out, "r", "count=%31"));  // percent-decoded: 1
+  CHECK(out == R"({"source":"r","count":1,"items":[{"id":"r-0","n":0}]})");
+
+  out.clear();
+  REQUIRE(append_items_body(out, "r", "count=10000"));
+  const auto big = nlohmann::json::parse(out);
+  CHECK(big["count"] == 10000);
+  REQUIRE(big["items"].size() == 10000);
+  CHECK(big["items"][9999] == nlohmann::json{{"id", "r-9999"}, {"n", 9999}});
+
+  for (std::string_view bad : {"count=10001", "count=-1", "count=", "count=3x", "count=+3", "count=%zz",
+                               "count=99999999999999999999999"}) {
+    INFO(bad);
+    out.clear();
+    CHECK_FALSE(append_items_body(out, "r", bad));
+    CHECK(out == R"({"error":"bad count: give 0 to 10000"})");
+  }
 }
