@@ -1,6 +1,6 @@
 // The mock downstream itself, as the resilience tests use it: several endpoints in one process with a
 // behaviour overridden for one of them, per-endpoint counters, latency tails, the query echo and a path's
-// own body.
+// own body; and as the tests of dependent calls use it: a prefix's templated body and arrays of items.
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/offer_checks.hpp"
@@ -104,4 +104,49 @@ TEST_CASE("mock: query parameters are echoed, and a path may have its own body",
   CHECK(http_get(mock.port(), "/coupon?sku=A1&x=1").body == body);
   mock.set_body("coupon", "");
   CHECK(http_get(mock.port(), "/coupon?sku=A1").body == plain.body);
+}
+
+TEST_CASE("mock: a prefix's templated body echoes the id each request asks for", "[mock]") {
+  mock_downstream mock({"--delay", "1ms"});
+  mock.set_body("seller/*", R"({"id": "{#seg.1}", "name": "seller {seg.1}", "product": "{query.product}", )"
+                            R"("tenant": "{header.X-Tenant}"})");
+  mock.control("seller/99", "fail");  // an exact setting wins over the prefix
+
+  const auto first = http_get(mock.port(), "/seller/17?product=p%221", {{"X-Tenant", "acme"}});
+  REQUIRE(first.status == 200);
+  CHECK(first.body == R"({"id": 17, "name": "seller 17", "product": "p\"1", "tenant": "acme"})");
+  const auto second = http_get(mock.port(), "/seller/abc").json();
+  CHECK(second == nlohmann::json{{"id", "abc"}, {"name", "seller abc"}, {"product", ""}, {"tenant", ""}});
+  CHECK(http_get(mock.port(), "/seller/99").status == 500);
+  CHECK(http_get(mock.port(), "/seller").json().contains("sku"));  // not under "seller/": generated
+
+  // A client that gives up on a path under a prefix is counted as cancelled on that path.
+  mock.control("slow/*", "ok", "5s");
+  http_connection conn(mock.port());
+  conn.send_request("GET", "/slow/1");
+  auto stats =
+      mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "slow/1", "requests") == 1; });
+  REQUIRE(mock.path_counter(stats, "slow/1", "requests") == 1);
+  conn.close();
+  stats = mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "slow/1", "cancelled") == 1; });
+  INFO(stats.dump());
+  CHECK(mock.path_counter(stats, "slow/1", "cancelled") == 1);
+  CHECK(mock.path_counter(stats, "seller/17", "requests") == 1);
+  CHECK(mock.path_counter(stats, "seller/abc", "requests") == 1);
+  CHECK_FALSE(stats["paths"].contains("seller/*"));
+}
+
+TEST_CASE("mock: mode items answers count items", "[mock]") {
+  mock_downstream mock({"--path", "reviews=items:1ms"});
+  const auto three = http_get(mock.port(), "/reviews?product=7");
+  REQUIRE(three.status == 200);
+  CHECK(three.body == R"({"source":"reviews","count":3,"items":[{"id":"reviews-0","n":0},)"
+                      R"({"id":"reviews-1","n":1},{"id":"reviews-2","n":2}]})");
+  const auto many = http_get(mock.port(), "/reviews?count=500&product=7").json();
+  CHECK(many["count"] == 500);
+  REQUIRE(many["items"].size() == 500);
+  CHECK(many["items"][499]["id"] == "reviews-499");
+  const auto bad = http_get(mock.port(), "/reviews?count=10001");
+  CHECK(bad.status == 400);
+  CHECK(bad.body == R"({"error":"bad count: give 0 to 10000"})");
 }
