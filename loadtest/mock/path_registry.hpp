@@ -92,7 +92,8 @@ class path_registry {
   // delay generator from its seed; keeps the behaviours and the number of open connections.
   void reset();
 
-  // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,"paths":{NAME:{...}},
+  // {"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,
+  //  "paths":{NAME:{"requests":N,"cancelled":N,...}},   (NAME: the requested path, never a prefix)
   //  (a path's "traceparents": the last 8 that came, oldest first)
   //  "endpoints":{PORT:{"requests":N,"cancelled":N,"connections_open":N,"connections_total":N,
   //                     "paths":{NAME:{"requests":N,"cancelled":N}}}},
