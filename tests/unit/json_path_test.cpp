@@ -1,11 +1,16 @@
-// Values found in a JSON answer by a dotted path, their text, the elements of an array.
+// Values found in a JSON answer by a dotted path, their text, the elements of an array; and what becomes of
+// such a value in a downstream path or a JSON body: never more than the one value it was.
 
 #include "gateway/codec/json_path.hpp"
+#include "gateway/codec/body_template.hpp"
+#include "gateway/codec/http_text.hpp"
 #include "gateway/codec/json_object.hpp"
+#include "gateway/codec/path_template.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +41,18 @@ constexpr std::string_view order = R"({"id": "o-1",
   "seller": {"id": 42, "name": "Ada", "address": {"city": "Z\u00fcrich"}},
   "lines": [{"sku": "A1", "qty": 2}, {"sku": "B2", "qty": 1}, {"sku": "C3", "qty": 5}],
   "empty": [], "nothing": null, "flags": {"0": "zero", "10": "ten"}})";
+
+// Values an answer could hold to break out of their place in a request.
+std::vector<std::string> hostile_values() {
+  using namespace std::string_literals;  // "a\0b"s keeps its NUL
+  // Path and query syntax, dot segments, an encoded slash; JSON syntax and a member injection; line breaks,
+  // NUL and other controls; unicode.
+  std::vector<std::string> values = {"", ".", "..", "../admin", "/", "?", "#", "%2F", "a/b?c=d#e", " + "};
+  for (const auto v : {"\"", "\\", "\\u0000", "{v}", "\"}, \"admin\": true, \"x\": \""}) values.push_back(v);
+  for (const auto& v : {"\r\n"s, "a\r\nX-Evil: 1"s, "a\0b"s, "\x7f\x01\x1f"s}) values.push_back(v);
+  values.push_back("\xC3\xA9\xF0\x9F\x98\x80");  // é😀
+  return values;
+}
 
 }  // namespace
 
@@ -203,4 +220,65 @@ TEST_CASE("a text that breaks the contract ends the scan with a missing value, n
     INFO(bad);
     CHECK(find_json(bad, path("a")).kind == json_kind::missing);
   }
+}
+
+// What a value taken from an answer can do once it is put into a downstream request: nothing but be itself.
+TEST_CASE("a value in a path template adds no segment, query or fragment and decodes back to itself") {
+  std::string error;
+  const auto t = path_template::parse("/a/{v}?q={v}", error);
+  REQUIRE(t);
+  for (const auto& value : hostile_values()) {
+    INFO(nlohmann::json(value).dump());
+    std::string out;
+    t->expand(out, [&](const std::string&) -> std::string_view { return value; });
+    CHECK(std::count(out.begin(), out.end(), '/') == 2);
+    CHECK(std::count(out.begin(), out.end(), '?') == 1);
+    CHECK(out.find('#') == std::string::npos);
+    REQUIRE(out.starts_with("/a/"));
+    const auto query = out.find("?q=");
+    REQUIRE(query != std::string::npos);
+    std::string segment, query_value;
+    REQUIRE(percent_decode(std::string_view(out).substr(3, query - 3), segment, false));
+    REQUIRE(percent_decode(std::string_view(out).substr(query + 3), query_value, false));
+    CHECK(segment == value);
+    CHECK(query_value == value);
+  }
+}
+
+TEST_CASE("a value in a body template stays one string value and comes back exactly") {
+  std::string error;
+  const auto t = body_template::parse(R"({"k":"{v}","n":1})", error);
+  REQUIRE(t);
+  for (const auto& value : hostile_values()) {
+    INFO(nlohmann::json(value).dump());
+    std::string out;
+    t->expand(out, [&](const std::string&) -> std::string_view { return value; });
+    const auto body = nlohmann::json::parse(out);
+    REQUIRE(body.is_object());
+    CHECK(body.size() == 2);
+    CHECK(body.contains("k"));
+    CHECK(body.value("n", 0) == 1);
+    CHECK(body["k"] == value);
+    // The gateway's own reading of the body agrees.
+    json_object_text validated;
+    REQUIRE(parse_json_object(out, validated));
+    CHECK(text_at(out, "k") == value);
+  }
+}
+
+TEST_CASE("a string taken from an answer goes into a path and a body as the same text") {
+  const std::string_view answer =
+      R"({"seller": {"id": "s/1?x#y\"}, \"admin\": true, \"z\": \"\u00e9\ud83d\ude00"}})";
+  const auto value = text_at(answer, "seller.id");
+  REQUIRE(value);
+  CHECK(*value == "s/1?x#y\"}, \"admin\": true, \"z\": \"\xC3\xA9\xF0\x9F\x98\x80");
+  std::string error, target, body;
+  path_template::parse("/sellers/{id}", error)->expand(target, [&](const std::string&) -> std::string_view {
+    return *value;
+  });
+  CHECK(target ==
+        "/sellers/s%2F1%3Fx%23y%22%7D%2C%20%22admin%22%3A%20true%2C%20%22z%22%3A%20%22%C3%A9%F0%9F%98%80");
+  body_template::parse(R"({"seller":"{id}"})", error)
+      ->expand(body, [&](const std::string&) -> std::string_view { return *value; });
+  CHECK(nlohmann::json::parse(body) == nlohmann::json{{"seller", *value}});
 }
