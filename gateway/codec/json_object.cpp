@@ -1,6 +1,7 @@
 #include "gateway/codec/json_object.hpp"
 
 #include "gateway/codec/char_class.hpp"
+#include "gateway/codec/json_text.hpp"
 
 #include <boost/url/grammar/hexdig_chars.hpp>
 
@@ -267,8 +268,9 @@ class scanner {
 
 std::string json_object_text::decoded_key(const json_member& m) const {
   if (!m.key_escaped) return std::string(key(m));
-  const auto parsed = nlohmann::json::parse("\"" + std::string(key(m)) + "\"", nullptr, false);
-  return parsed.is_string() ? parsed.get<std::string>() : std::string(key(m));
+  // A recorded key passed the scanner, so it decodes; the key as written stays the answer otherwise.
+  std::string decoded;
+  return append_decoded_json_string(decoded, key(m)) ? decoded : std::string(key(m));
 }
 
 bool parse_json_object(std::string text, json_object_text& out) {
