@@ -3,14 +3,16 @@
 // template.
 // Input: a path up to the first '\n', then a JSON text up to the first NUL, then a value to put into the
 // templates (without a NUL, the JSON text serves as the value too).
-// Invariants: when json_path::parse accepts the path and parse_json_object the JSON text, the value found
-// is the one nlohmann's document holds at that path (members by name, the last of a repeated key; array
-// elements by an index without leading zeros): the same kind, its text inside the document and parsing to
-// the same value, a string's scalar text equal to nlohmann's string, a number's text parsing to nlohmann's
-// number, an array's elements the same in number and order. nlohmann refuses a number beyond a double's
-// range, which the grammar (and parse_json_object) allows: such a text has no reference, and is only
-// searched. Any other refusal by nlohmann of a text parse_json_object accepted is a finding (both are
-// strict: invalid UTF-8 is refused by both).
+//
+// Invariants: whatever the text, the scan reads nothing outside it. When json_path::parse accepts the path
+// and parse_json_object the JSON text, the value found is the one nlohmann's document holds at that path
+// (members by name, the last of a repeated key; array elements by an index without leading zeros): the same
+// kind, its text inside the document and parsing to the same value, a string's scalar text equal to
+// nlohmann's string, a number's text parsing to nlohmann's number, an array's elements the same in number
+// and order. nlohmann refuses a number beyond a double's range, which the grammar (and parse_json_object)
+// allows: such a text has no reference, and is only searched. Any other refusal by nlohmann of a text
+// parse_json_object accepted is a finding (both are strict: invalid UTF-8 is refused by both).
+//
 // A value (the input's, and a found string's text) in "/a/{v}?q={v}" adds no '/', '?' or '#', no space or
 // control character, and decodes back to itself; in {"k":"{v}","n":1} it stays member k's string, equal to
 // the value when that is UTF-8, with the other member unchanged, read back alike by nlohmann and by
@@ -198,17 +200,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string error;
   const auto path = gateway::json_path::parse(path_text, error);
   FUZZ_CHECK(path || !error.empty());
+  // Valid JSON or not, the scan reads only inside the text (ASan checks) and what it finds lies within it.
+  const auto found = path ? gateway::find_json(doc, *path) : gateway::json_value_view{};
+  FUZZ_CHECK(found.kind == json_kind::missing || inside(found.text, doc));
+  gateway::for_each_element({json_kind::array, doc}, 4, [&](gateway::json_value_view element) {
+    FUZZ_CHECK(element.kind != json_kind::missing && inside(element.text, doc));
+  });
+  (void)gateway::scalar_text({json_kind::string, doc});
+
   gateway::json_object_text validated;
   if (!path || !gateway::parse_json_object(doc, validated)) return 0;
-
-  const auto found = gateway::find_json(doc, *path);
-  FUZZ_CHECK(found.kind == json_kind::missing || inside(found.text, doc));
   std::optional<nlohmann::json> reference;
   try {
     reference = nlohmann::json::parse(doc);
   } catch (const nlohmann::json::out_of_range& e) {
     FUZZ_CHECK(e.id == 406);  // a number beyond a double's range
-  }
+  }  // any other exception leaves the target, and libFuzzer reports it with its message
   if (reference) {
     const auto* theirs = reference_find(*reference, *path);
     FUZZ_CHECK((found.kind == json_kind::missing) == (theirs == nullptr));
