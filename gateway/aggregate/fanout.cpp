@@ -70,7 +70,14 @@ void fanout::cancel(cancel_reason why) {
       // of run() (see there), so this fan-out outlives the loop.
       enter(state::cancelling);
       cancel_pending(why);
-      return enter(state::settled);
+      enter(state::settled);
+      // A graph's waiting calls end in run(), which may be waiting on none of the calls running: woken
+      // through the queue, like any report.
+      if (graph_) {
+        graph_cancel_ = why;
+        wake_.notify();
+      }
+      return;
     case state::starting:    // not expected (run() itself runs): nobody waits, a wake-up only marks
     case state::cancelling:  // not expected (from a cancel hook): wake-ups stay deferred
       return cancel_pending(why);
@@ -87,10 +94,19 @@ void fanout::cancel_pending(cancel_reason why) {
   }
 }
 
+const call_settings& fanout::owner(std::size_t slot) const {
+  const auto& route = *request_->route;
+  return route.calls[slot < route.calls.size() ? slot : route.slot_owner[slot]];
+}
+
 call_request fanout::make_request(std::size_t index, std::string& target, std::string& body) {
   const auto& request = *request_;
-  const auto& call = request.route->calls[index];
+  const auto& call = owner(index);
+  const std::size_t call_index = static_cast<std::size_t>(&call - request.route->calls.data());
   const auto value_of = [&](const std::string& name) -> std::string_view {
+    if (graph_ && !call.references.empty()) {  // a value of an answer ("{call.field}", "{item.x}")
+      if (auto v = this->value_of(index, name); v.data() != nullptr) return v;
+    }
     const auto& params = request.route->params;
     for (std::size_t p = 0; p < params.size(); ++p) {
       if (params[p].name == name) return (*request.params)[p];
@@ -112,16 +128,19 @@ call_request fanout::make_request(std::size_t index, std::string& target, std::s
   req.params = request.params;
   req.param_specs = &request.route->params;
   req.deadline = deadlines_[index];
-  req.now = started_;
+  req.now = graph_ ? begun(index) : started_;
   req.request_id = request.request_id;
-  if (request.call_traces != nullptr) {
+  if (request.call_traces != nullptr && index == call_index) {
     req.trace = &request.call_traces[index];
     req.traceparent = req.trace->traceparent();
+  } else if (request.call_traces != nullptr) {  // a for_each element: under its call's span, without its own
+    req.traceparent = request.call_traces[call_index].traceparent();
   } else {
     req.traceparent = request.traceparent;
   }
-  if (request.headers != nullptr) req.headers = request.headers[index].headers;
-  req.sql = (*request.targets)[index]->query();
+  if (request.headers != nullptr) req.headers = request.headers[call_index].headers;
+  if (graph_ && !call.header_templates.empty()) req.headers = rendered_headers(index);
+  req.sql = (*request.targets)[call_index]->query();
   if (!call.effective_response_headers.empty()) req.answer_fields = &call.effective_response_headers;
   if (!call.pass.empty()) req.pass = &call.pass;
   req.thread_index = request.thread_index;
@@ -135,24 +154,27 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
+  const auto& call = owner(index);
+  const std::size_t call_index = static_cast<std::size_t>(&call - request_->route->calls.data());
   // When it ended, from the reading the call took for its latency (no clock reading of its own here).
-  const auto ended = started_ + result.latency;
+  const auto ended = (graph_ ? begun(index) : started_) + result.latency;
   if (tickets_[index].allowed) {
     // Judged by the downstream's failure rule (failure_rule.hpp), as its endpoints' breakers and outlier
     // ejection judge attempts: by default a 4xx is the downstream answering for its client (a bad token, an
     // unknown item) and counts neither way (counted, any client could open the circuit for every other
     // one), and so does a call that never reached the downstream.
-    auto* breaker = (*request_->targets)[index]->breaker();
+    auto* breaker = (*request_->targets)[call_index]->breaker();
     breaker->record(tickets_[index], breaker_verdict(breaker->failures(), result), ended);
   }
-  if (request_->series)
-    request_->series->call_done(request_->thread_index, request_->route->calls[index].downstream_index,
-                                result.label_index(), result.latency);
-  const auto& call = request_->route->calls[index];
+  // A for_each call's own slot is counted only when no element was sent (its elements are the calls).
+  if (request_->series && !(graph_ && index == call_index && call.for_each && items_ran(index)))
+    request_->series->call_done(request_->thread_index, call.downstream_index, result.label_index(),
+                                result.latency);
   // A passed answer is the downstream's word, never replaced by a stale one.
   const bool passed = request_->route->passes_status && passes_to_client(call, result);
-  if (!passed) keep_or_serve_stale(index, result, ended);
-  if ((passed || (call.required && !result.has_body())) && index < decider_) {
+  if (!passed && !(call.for_each && index == call_index)) keep_or_serve_stale(index, result, ended);
+  if ((passed || (call.required && !result.has_body() && !result.skipped())) && index == call_index &&
+      index < decider_) {
     decider_ = index;
     decided_by_pass_ = passed;
   }
@@ -165,7 +187,9 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
   // Once a call decides the answer, run() cancels what the answer no longer needs and answers as soon as
   // nothing listed before the deciding call could still decide, instead of waiting for the deadline; it
   // looks again at every call's end until it has settled. Otherwise only the last call wakes it.
-  if (--pending_ != 0 && (decider_ == npos || (state_ != state::starting && state_ != state::running)))
+  // A graph's run() also starts what the end of a call lets start (fanout_graph.cpp).
+  if (--pending_ != 0 && !graph_ &&
+      (decider_ == npos || (state_ != state::starting && state_ != state::running)))
     return;
   // Through the queue: run() may go on to end the request and destroy this fan-out, never under its
   // caller (a call's completion, cancel()'s loop). When run() itself is the caller, starting or in its own
@@ -178,7 +202,8 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
 // if there is one young enough. A call answered from the store has no key (nothing to keep again). An
 // answer that varies on more than the key (call_result::shareable) is not kept.
 void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended) {
-  auto* cache = (*request_->targets)[index]->stale();
+  auto* cache =
+      (*request_->targets)[static_cast<std::size_t>(&owner(index) - request_->route->calls.data())]->stale();
   const auto& key = stale_keys_[index];
   if (cache == nullptr || key.empty()) return;
   if (result.ok()) {
@@ -213,6 +238,17 @@ bool fanout::settle_decided() {
     }
     cancels_[i].request_cancel(cancel_reason::settled);
   }
+  // A for_each call's elements: cancelled with their call (a call waited for above is no for_each one
+  // in practice, but its elements then run on).
+  for (std::size_t i = calls.size(); i < calls_.size(); ++i) {
+    if (calls_[i] != call_state::pending) continue;
+    const auto call = request_->route->slot_owner[i];
+    if (call < decider_ && (!calls[call].pass.empty() || (calls[call].required && decided_by_pass_))) {
+      waiting = true;
+      continue;
+    }
+    cancels_[i].request_cancel(cancel_reason::settled);
+  }
   return !waiting;
 }
 
@@ -223,6 +259,7 @@ void fanout::cancel_due() {
     if (calls_[i] == call_state::pending && deadlines_[i] <= now)
       cancels_[i].request_cancel(cancel_reason::deadline);
   }
+  if (graph_) expire_waiting(now);
 }
 
 void fanout::wait_until(clock::time_point due) {
@@ -250,7 +287,7 @@ void fanout::wait_until(clock::time_point due) {
 // The answer kept fresh by the downstream's cache (true), or none (false). Out of start_call, as above.
 [[gnu::noinline]] bool fanout::serve_fresh(std::size_t index, answer_cache& cache, const call_request& call) {
   answer_cache::fresh_fields kept;
-  auto fresh = cache.get_fresh(stale_keys_[index], started_, &kept);
+  auto fresh = cache.get_fresh(stale_keys_[index], call.now, &kept);
   if (!fresh) return false;
   stale_keys_[index].clear();
   call_result result;
@@ -260,7 +297,7 @@ void fanout::wait_until(clock::time_point due) {
   result.contacted = false;
   result.from_cache = true;
   result.status = kept.status;
-  result.latency = clock::now() - started_;  // the lookup's, from the fan-out's start as for a call
+  result.latency = clock::now() - call.now;  // the lookup's, from the call's start as for a call
   if (call.answer_fields != nullptr) result.headers = std::move(kept.text);  // only to a route that asks
   result.age = kept.age;
   call_finished(index, std::move(result));
@@ -269,10 +306,11 @@ void fanout::wait_until(clock::time_point due) {
 
 void fanout::start_call(std::size_t index) {
   const auto& request = *request_;
-  if (deadlines_[index] <= started_) {  // no time left: don't bother the downstream
+  if (deadlines_[index] <= (graph_ ? begun(index) : started_)) {  // no time left: don't bother the downstream
     return finish_unsent(index, call_outcome::timeout, "no time left");
   }
-  auto* target = (*request.targets)[index];
+  const auto& settings = owner(index);
+  auto* target = (*request.targets)[static_cast<std::size_t>(&settings - request.route->calls.data())];
   // start() has used the target by the time it returns (an HTTP call copies it into its request head), so
   // one buffer per thread serves every call without an allocation each.
   thread_local std::string target_text;
@@ -285,7 +323,7 @@ void fanout::start_call(std::size_t index) {
     if (serve_fresh(index, *cache, call)) return;  // without a call
   }
   if (auto* breaker = target->breaker()) {
-    tickets_[index] = breaker->allow(started_);
+    tickets_[index] = breaker->allow(call.now);
     if (!tickets_[index].allowed)  // open: falls back at once, no I/O
       return finish_unsent(index, call_outcome::circuit_open, "circuit open");
   }
@@ -293,15 +331,15 @@ void fanout::start_call(std::size_t index) {
   // A downstream that needs a stack (SQL): its own coroutine.
   net::spawn(
       ex_, std::allocator_arg, boost::context::protected_fixedsize_stack(request.stack_size),
-      [this, index, &request](net::yield_context child) {
+      [this, index, target, &settings, &request](net::yield_context child) {
         if (request.metrics) request.metrics->coroutine_started();
         call_result result;
         try {
           std::string expanded;
           std::string body;
-          result = (*request.targets)[index]->call(make_request(index, expanded, body), child);
+          result = target->call(make_request(index, expanded, body), child);
         } catch (const std::exception& e) {
-          spdlog::error("call '{}' failed unexpectedly: {}", request.route->calls[index].name, e.what());
+          spdlog::error("call '{}' failed unexpectedly: {}", settings.name, e.what());
           result = call_result{};
           result.detail = "internal error";
         }
@@ -314,7 +352,8 @@ void fanout::start_call(std::size_t index) {
 }
 
 std::vector<call_result> fanout::run(const fanout_request& request, net::yield_context yield) {
-  const std::size_t n = request.route->calls.size();
+  // Slots: one per call, then a graph's for_each elements (aggregate_route::slots).
+  const std::size_t n = std::max(request.route->calls.size(), request.route->slots);
   results_.clear();
   results_.resize(n);
   calls_.assign(n, call_state::pending);
@@ -326,7 +365,9 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   pending_ = n;
   started_ = clock::now();  // one reading serves every call's start
   deadlines_.clear();
-  for (const auto& call : request.route->calls) {
+  request_ = &request;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& call = owner(i);
     deadlines_.push_back(call.timeout ? std::min(request.deadline, started_ + *call.timeout)
                                       : request.deadline);
   }
@@ -335,27 +376,37 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     for (auto& c : cancels_) c.request_cancel(cancelled_before_run_);
   }
 
-  request_ = &request;
   decider_ = npos;
   decided_by_pass_ = false;
   enter(state::starting);
   // A call that cannot be started (out of memory, or of stack mappings) fails the request, but only once
   // the calls already started have been cancelled and have finished: they point at this fan-out.
   std::exception_ptr start_failure;
-  for (std::size_t i = 0; i < n && !start_failure; ++i) {
+  if (request.route->graph) {
     try {
-      start_call(i);
+      start_graph();  // the calls that need nothing; the others wait (fanout_graph.cpp)
     } catch (...) {
       start_failure = std::current_exception();
-      for (std::size_t j = i; j < n; ++j) {
-        if (calls_[j] != call_state::pending) continue;
-        calls_[j] = call_state::never_started;
-        --pending_;
+      graph_start_failed();
+    }
+  } else {
+    for (std::size_t i = 0; i < n && !start_failure; ++i) {
+      try {
+        start_call(i);
+      } catch (...) {
+        start_failure = std::current_exception();
+        for (std::size_t j = i; j < n; ++j) {
+          if (calls_[j] != call_state::pending) continue;
+          calls_[j] = call_state::never_started;
+          --pending_;
+        }
       }
     }
   }
   if (start_failure) cancel_pending(cancel_reason::settled);
   enter(cancelled || start_failure ? state::settled : state::running);
+  if (graph_ && state_ == state::settled)
+    finish_waiting(cancelled ? cancelled_before_run_ : cancel_reason::settled);
 
   // One timer enforces every call's deadline: this fan-out waits until the earliest deadline of a call
   // still running, cancels the calls whose deadline has passed, and waits again. The last call to finish
@@ -364,7 +415,8 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     if (state_ == state::running) {  // settled: every unfinished call is cancelled, none has a deadline due
       auto next = clock::time_point::max();
       for (std::size_t i = 0; i < n; ++i) {
-        if (calls_[i] == call_state::pending && !cancels_[i].cancelled())
+        if ((calls_[i] == call_state::pending || calls_[i] == call_state::waiting) &&
+            !cancels_[i].cancelled())
           next = std::min(next, deadlines_[i]);
       }
       // The calls still running only become fewer, so `next` only moves later: a wait already set is due
@@ -373,13 +425,27 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
     }
     wake_.wait(yield);
     if (pending_ == 0) break;
-    if (state_ == state::settled)
-      continue;  // every unfinished call is cancelled: only the last report counts
+    if (state_ == state::settled) {
+      // Every unfinished call is cancelled: only the last report counts. A graph's calls still waiting
+      // end now, never sent (cancel() only marks them: it may run inside another call's completion).
+      if (graph_) finish_waiting(graph_cancel_);
+      continue;
+    }
     if (decider_ != npos && settle_decided()) {
       enter(state::settled);
+      if (graph_) finish_waiting(cancel_reason::settled);
       continue;
     }
     cancel_due();
+    if (graph_ && state_ == state::running) {
+      try {
+        advance_graph();
+      } catch (...) {  // as a call that cannot be started above: the request fails once the others end
+        start_failure = std::current_exception();
+        graph_start_failed();
+        enter(state::settled);
+      }
+    }
   }
   // A wait still set is cancelled; its handler runs later as aborted. One that has expired already can no
   // longer be cancelled (timer_.cancel() counts none): its handler is queued and will touch this fan-out,

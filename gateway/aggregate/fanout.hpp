@@ -59,6 +59,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <cstdint>
+#include <memory>
 
 #include <string_view>
 #include <vector>
@@ -106,7 +107,9 @@ class fanout final : private call_sink {
 
  private:
   enum class state : std::uint8_t { idle, starting, running, cancelling, settled, joining, done };
-  enum class call_state : std::uint8_t { pending, reported, never_started };
+  // waiting: a call of a graph (or a for_each element) not started yet, for what it needs (fanout_graph.cpp)
+  enum class call_state : std::uint8_t { pending, reported, never_started, waiting };
+  struct graph_state;
 
   static constexpr bool legal(state from, state to);
   void enter(state next);
@@ -120,6 +123,23 @@ class fanout final : private call_sink {
   bool settle_decided();
   void cancel_due();
   void wait_until(clock::time_point due);
+  // Composition (fanout_graph.cpp): only for a route with aggregate_route::graph.
+  void start_graph();
+  void advance_graph();
+  void begin_waiting_call(std::size_t index);
+  void begin_for_each(std::size_t index);
+  void start_items(std::size_t index);
+  void finish_for_each(std::size_t index);
+  void finish_waiting(cancel_reason why);
+  void expire_waiting(clock::time_point now);
+  bool resolve_values(std::size_t slot, std::string_view element);
+  void render_header_templates(std::size_t slot);
+  void graph_start_failed();
+  std::string_view value_of(std::size_t slot, std::string_view name) const;
+  clock::time_point begun(std::size_t slot) const;
+  std::string_view rendered_headers(std::size_t slot) const;
+  bool items_ran(std::size_t index) const;
+  const call_settings& owner(std::size_t slot) const;
 
   boost::asio::any_io_executor ex_;
   state state_ = state::idle;
@@ -148,6 +168,13 @@ class fanout final : private call_sink {
   // The first call in the route's order that decides the answer so far (see above); npos: none (yet).
   std::size_t decider_ = npos;
   bool decided_by_pass_ = false;  // decider_ passed its answer (else: a required call that failed)
+  // A graph route's per-slot state (values taken from answers, rendered header fields, for_each progress);
+  // null for a flat route, which therefore pays nothing for it.
+  struct graph_deleter {
+    void operator()(graph_state* g) const;  // fanout_graph.cpp, where graph_state is complete
+  };
+  std::unique_ptr<graph_state, graph_deleter> graph_;
+  cancel_reason graph_cancel_ = cancel_reason::settled;  // why the waiting calls end, once settled
 };
 
 }  // namespace gateway

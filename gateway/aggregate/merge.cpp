@@ -93,6 +93,7 @@ constexpr std::string_view degraded_suffix = ",\"degraded\":true}";
 }  // namespace
 
 merged_response merge_results(const aggregate_route& route, const std::vector<call_result>& results) {
+  if (route.shaped) return merge_shaped(route, results);
   merged_response merged;
   const std::size_t n = std::min(route.calls.size(), results.size());
   const bool as_object = route.response == response_shape::object;

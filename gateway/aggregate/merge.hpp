@@ -21,6 +21,9 @@ struct merged_response {
   std::string degraded;
 };
 
+// A route with aggregate_route::shaped goes to merge_shaped (shaped_merge.cpp), every other one takes the
+// fast path here.
 merged_response merge_results(const aggregate_route& route, const std::vector<call_result>& results);
+merged_response merge_shaped(const aggregate_route& route, const std::vector<call_result>& results);
 
 }  // namespace gateway

@@ -4,6 +4,8 @@
 
 #include "gateway/codec/body_template.hpp"
 #include "gateway/codec/ip_network.hpp"
+#include "gateway/codec/json_object.hpp"
+#include "gateway/codec/json_path.hpp"
 #include "gateway/codec/path_template.hpp"
 #include "gateway/config/route_pattern.hpp"
 #include "gateway/runtime/duration.hpp"
@@ -348,6 +350,52 @@ struct passed_answer_policy {
   }
 };
 
+// Composition (aggregate/fanout.hpp, "Composing calls" in the README): a "{call.field}" in a call's
+// templates, `when` or `for_each`: a value of an earlier call's answer. `call` is the call it names (an
+// index into the route's calls), or item_of_call for "{item...}", the element of a for_each call.
+struct call_reference {
+  static constexpr std::size_t item_of_call = static_cast<std::size_t>(-1);
+  std::string text;  // as written between the braces: "product.seller.id"; the templates' lookup name
+  std::size_t call = 0;
+  json_path path;  // inside the call's answer (or the element)
+};
+
+// A header field of a call's `set` whose value takes "{call.field}" values: expanded when the call starts.
+struct header_template {
+  std::string name;
+  std::vector<std::pair<bool, std::string>> pieces;  // (is a reference, its text or the literal text)
+};
+
+// `for_each`: the call runs once per element of an array in an earlier answer (source), for the first
+// max_items elements, at most `concurrency` at once.
+struct for_each_settings {
+  call_reference source;
+  std::size_t max_items = 32;
+  std::size_t concurrency = 8;
+  std::size_t first_slot = 0;  // the fan-out's slot of its first element (aggregate_route::slots)
+};
+
+// `when`: the call is made only when a parameter, or a field of an earlier answer, is present and neither
+// empty nor false; otherwise it is skipped (left out of the answer).
+struct when_condition {
+  bool on_param = false;
+  std::size_t param = 0;  // into the route's params, when on_param
+  call_reference field;   // otherwise
+};
+
+// Response shaping of one call's entry, after `fields`: target (keep a nested object of the answer; the
+// fallback is written as that object already), omit, rename; then where its members go in an object
+// response: its own entry (default), a `group` object shared with other calls, or the top level (flatten).
+struct call_shaping {
+  std::optional<json_path> target;
+  std::vector<std::string> omit;
+  std::vector<std::pair<std::string, std::string>> rename;  // from, to
+  std::string group;
+  bool flatten = false;
+
+  bool empty() const { return !target && omit.empty() && rename.empty() && group.empty() && !flatten; }
+};
+
 struct call_settings {
   std::string name;
   std::string downstream;
@@ -367,6 +415,17 @@ struct call_settings {
   response_header_policy response_headers;  // as written for the call (adds to the route's)
   response_header_policy effective_response_headers;  // the route's and the call's together
   passed_answer_policy pass;                          // http calls only
+  // Composition: the calls this one needs (indices into the route's calls), the references its templates
+  // make, its `set` fields that take values, and what it runs on or under. All empty for a flat call.
+  std::vector<std::string> after;
+  std::vector<std::size_t> after_index;
+  std::vector<call_reference> references;
+  std::vector<header_template> header_templates;
+  std::optional<for_each_settings> for_each;
+  std::optional<when_condition> when;
+  call_shaping shaping;
+  json_object_text fallback_object;  // fallback_members as an object (for shaping)
+  bool has_dependents = false;       // another call names this one in its `after`
 };
 
 // Cross-origin requests to a route (browsers): which origins ("*": any) may read its answers, which
@@ -418,6 +477,14 @@ struct aggregate_route {
   bool has_header_policy = false;
   bool takes_body = false;  // a call passes the client's body on: the request's body is read
   std::vector<call_settings> calls;
+  // Composition: some call has `after`, `when` or `for_each` (the fan-out then starts calls as their
+  // inputs arrive); the answer is written by the shaping merge (a call is shaped, skipped or per item).
+  bool graph = false;
+  bool shaped = false;
+  // The fan-out's slots: one per call, then max_items per for_each call; slot_owner[slot] is its call.
+  std::size_t slots = 0;
+  std::vector<std::size_t> slot_owner;
+  call_shaping shaping;  // the route's own rename and omit, applied to every call before its own
 };
 
 // A route: what it matches and the header policy, then what it is, aggregate or pass-through. The

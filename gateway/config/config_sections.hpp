@@ -58,6 +58,17 @@ class yaml_reader;
 void read_passed_answer(yaml_reader& r, passed_answer_policy& out);
 void read_forwarding(yaml_reader& r, server_settings& s);
 
+// composition_sections.cpp: a call's composition keys (after, for_each, max_items, concurrency, when) and
+// shaping (target, omit, rename, group, flatten), read with the call; then, once a route's calls are all
+// read, the graph checked (names, references, cycles) and the fan-out's slots laid out. `nodes` holds each
+// call's YAML node, aligned with route.calls (for positions). A route's own `rename` and `omit`.
+void read_call_composition(yaml_reader& r, call_settings& call);
+void read_route_shaping(yaml_reader& r, call_shaping& out);
+void check_composition(config_parse_state& state, const std::vector<YAML::Node>& nodes, aggregate_route& route);
+// Whether a "{name}" of a call's path or body template is left to check_composition (a reference to an
+// answer, "{call.field}" or "{item...}") rather than a parameter that must be declared.
+bool names_reference(const aggregate_route& route, const std::string& name);
+
 // downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL.
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);
 

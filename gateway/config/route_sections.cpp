@@ -101,7 +101,7 @@ void read_call_method_and_body(yaml_reader& r, aggregate_route& route, call_sett
       call.body = call_body::built;
       call.built_body = std::move(*t);
       for (const auto& name : call.built_body.param_names()) {
-        if (!declared(route, name))
+        if (!declared(route, name) && !names_reference(route, name))
           r.error_at("body_template", "body_template names undeclared parameter '" + name + "'");
       }
     } else {
@@ -116,6 +116,7 @@ void read_call_method_and_body(yaml_reader& r, aggregate_route& route, call_sett
 void read_calls(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
                 aggregate_route& route) {
   std::set<std::string> names;
+  std::vector<YAML::Node> nodes;  // each call's, for the composition checks' positions
   for (const auto& item : node) {
     call_settings call;
     yaml_reader r(item, state.errors, "call");
@@ -146,7 +147,7 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
       if (auto t = path_template::parse(path, problem)) {
         call.path = std::move(*t);
         for (const auto& name : call.path.param_names()) {
-          if (!declared(route, name))
+          if (!declared(route, name) && !names_reference(route, name))
             r.error_at("path", "template names undeclared parameter '" + name + "'");
         }
       } else {
@@ -181,10 +182,14 @@ void read_calls(config_parse_state& state, const YAML::Node& node, const gateway
           r.error_at(key, "a call to a sql downstream has no HTTP status or fields to pass");
       }
     }
+    read_call_composition(r, call);
+    if (sql && call.for_each) r.error_at("for_each", "a call to a sql downstream cannot run for_each");
     r.finish();
     route.calls.push_back(std::move(call));
+    nodes.push_back(item);
   }
   if (route.calls.empty()) yaml_reader::report(state.errors, node, "a route needs at least one call");
+  check_composition(state, nodes, route);
 }
 
 void read_cors(config_parse_state& state, const YAML::Node& node, const std::string& path,
@@ -266,8 +271,8 @@ void check_proxy_route(yaml_reader& r, const route_settings& route) {
   if (r.mark_of("calls")) r.error_at("calls", "a proxy route has no calls");
   if (!route.pattern.names().empty() || route.pattern.has_catch_all())
     r.error_at("path", "a proxy route's path has no parameters: use path_prefix (with rewrite)");
-  for (const char* key :
-       {"params", "response", "response_headers", "cors", "degraded_reason_field", "deadline"}) {
+  for (const char* key : {"params", "response", "response_headers", "cors", "degraded_reason_field",
+                          "deadline", "rename", "omit"}) {
     if (r.mark_of(key))
       r.error_at(key, std::string("a proxy route has no ") + key +
                           " (its answer is the downstream's; proxy.timeout bounds it)");
@@ -341,6 +346,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     r.finish();
     return true;
   }
+  read_route_shaping(r, aggregate.shaping);
   if (auto c = r.section("cors")) read_cors(state, *c, route.path, aggregate);
   if (auto h = r.section("response_headers"))
     read_response_header_policy(state, *h, "route", false, aggregate.response_headers);

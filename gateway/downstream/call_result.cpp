@@ -21,6 +21,10 @@ std::string_view to_string(call_outcome outcome) {
       return "circuit_open";
     case call_outcome::stale:
       return "stale";
+    case call_outcome::dependency:
+      return "dependency";
+    case call_outcome::skipped:
+      return "skipped";
   }
   return "error";
 }
@@ -29,8 +33,8 @@ namespace {
 
 // Outcomes first (in their order, "error" standing for call_error::other), then the error kinds.
 constexpr std::array<std::string_view, outcome_label_count> labels{
-    "ok",         "timeout",    "error",        "cancelled", "rejected", "circuit_open", "stale",
-    "status_4xx", "status_5xx", "invalid_body", "too_large", "refused",  "reset",        "tls"};
+    "ok",      "timeout",    "error",      "cancelled",    "rejected",  "circuit_open", "stale", "dependency",
+    "skipped", "status_4xx", "status_5xx", "invalid_body", "too_large", "refused",      "reset", "tls"};
 
 }  // namespace
 

@@ -19,8 +19,10 @@ enum class call_outcome : std::uint8_t {
   rejected,      // refused locally before any I/O (no capacity)
   circuit_open,  // refused locally before any I/O: the downstream's circuit breaker is open
   stale,         // failed, and its last good answer for the same target is served (stale_if_error)
+  dependency,    // not sent: a call it needs (`after`) failed, or its answer lacks a value this call uses
+  skipped,       // not sent, by design: its `when` is false (or a call it needs was skipped); left out
 };
-inline constexpr std::size_t call_outcome_count = 7;
+inline constexpr std::size_t call_outcome_count = 9;
 
 std::string_view to_string(call_outcome outcome);
 
@@ -43,7 +45,7 @@ enum class call_error : std::uint8_t {
 
 // The outcome as metrics and logs name it: the outcome, but an error by its kind ("status_5xx", "reset",
 // ...; "error" for other errors). Numbered 0 .. outcome_label_count - 1 by outcome_label_index.
-inline constexpr std::size_t outcome_label_count = 14;
+inline constexpr std::size_t outcome_label_count = 16;
 std::size_t outcome_label_index(call_outcome outcome, call_error error);
 std::string_view outcome_label(std::size_t index);
 
@@ -67,6 +69,8 @@ struct call_result {
   // The answer may be shared with other calls of its key (downstream/share_key.hpp): false when its Vary
   // names "*" or a field the key leaves out (freshness.hpp, varies_beyond_key).
   bool shareable = true;
+  bool truncated = false;   // a for_each call: it ran on the first max_items elements of a longer array
+  std::uint16_t items = 0;  // a for_each call: how many elements it ran (their results follow the calls')
   bool from_cache = false;  // served from the downstream's cache without a call ...
   std::uint32_t age = 0;    // ... this many whole seconds after it was received
 
@@ -74,6 +78,8 @@ struct call_result {
   std::size_t label_index() const { return outcome_label_index(outcome, error); }
   // An answer to merge: a fresh one, or a stale one (degraded).
   bool has_body() const { return outcome == call_outcome::ok || outcome == call_outcome::stale; }
+  // Neither an answer nor a failure: the call was left out on purpose (`when`).
+  bool skipped() const { return outcome == call_outcome::skipped; }
 };
 
 // One phrase for why a call was not ok: the status a downstream answered with when that status was the

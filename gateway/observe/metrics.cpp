@@ -232,7 +232,8 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
   // Every outcome's count from the start (at zero), the durations of those that happened and of ok.
   out.family(
       "http_client_request_duration_seconds", "histogram",
-      "Duration of downstream calls by outcome: ok, timeout, cancelled, rejected, circuit_open, stale, or "
+      "Duration of downstream calls by outcome: ok, timeout, cancelled, rejected, circuit_open, stale, "
+      "dependency (not sent: a call it needs failed), skipped (its `when` was false), or "
       "the kind of error (status_4xx, status_5xx, invalid_body, too_large, refused, reset, tls, error); "
       "error_type is the outcome of a call that was not ok, server_address the host of an HTTP downstream.");
   std::vector<std::vector<std::uint64_t>> counts;

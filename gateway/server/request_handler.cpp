@@ -345,10 +345,22 @@ outbound_response decided_answer(const aggregate_route& route, std::vector<call_
   for (std::size_t i = 0; i < route.calls.size(); ++i) {
     if (passed(route, results, i))
       return passed_response(route.calls[i], results[i], detail, std::move(request_id));
-    if (!route.calls[i].required || results[i].has_body()) continue;
-    // An error answer has no entries: no fallback was served, nothing was degraded.
-    const auto status = required_call_status(results[i].outcome);
-    const auto full = "required call '" + route.calls[i].name + "' failed: " + failure_detail(results[i]);
+    if (!route.calls[i].required || results[i].has_body() || results[i].skipped()) continue;
+    // An error answer has no entries: no fallback was served, nothing was degraded. A call not sent for a
+    // call it needs answers as that call's failure would (its status), naming it.
+    std::size_t cause = i;
+    std::string why;
+    while (results[cause].outcome == call_outcome::dependency) {
+      const auto& after = route.calls[cause].after_index;
+      const auto failed =
+          std::find_if(after.begin(), after.end(), [&](std::size_t d) { return !results[d].has_body(); });
+      if (failed == after.end()) break;  // a value it uses was missing: the call's own failure
+      cause = *failed;
+      why += "call '" + route.calls[cause].name + "' it needs failed: ";
+    }
+    const auto status = required_call_status(results[cause].outcome);
+    const auto full =
+        "required call '" + route.calls[i].name + "' failed: " + why + failure_detail(results[cause]);
     return error_response(status, failure_message(detail, status, full), std::move(request_id));
   }
   return no_answer();
@@ -423,13 +435,14 @@ outbound_response request_handler::answer_of(const inbound_request& request, std
                                              const request_control& control) const {
   const auto& path = config_.routes[index].path;
   for (std::size_t i = 0; i < route.calls.size(); ++i) {
-    if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !passed(route, results, i))
+    if (!results[i].ok() && results[i].outcome != call_outcome::cancelled && !results[i].skipped() &&
+        !passed(route, results, i))
       log_failed_call(path, route.calls[i], *targets_[index][i], results[i], request_id);
   }
   std::vector<call_brief> briefs;
   if (request.brief_calls) {
     briefs.reserve(results.size());
-    for (const auto& result : results) briefs.push_back(brief_of(result));
+    for (std::size_t i = 0; i < route.calls.size(); ++i) briefs.push_back(brief_of(results[i]));
   }
   if (auto r = decided_answer(route, results, config_.server.errors, request_id); r.status != 0) {
     r.route = static_cast<int>(index);
@@ -439,7 +452,7 @@ outbound_response request_handler::answer_of(const inbound_request& request, std
   if (control.reason() != cancel_reason::client_gone) {  // nobody will see an abandoned answer
     bool degraded = false;
     for (std::size_t i = 0; i < route.calls.size(); ++i) {
-      if (results[i].ok()) continue;
+      if (results[i].ok() || results[i].skipped()) continue;
       degraded = true;
       series_.fallback(thread_index, index, i);
     }

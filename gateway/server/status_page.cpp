@@ -86,11 +86,14 @@ json downstream_json(const downstream_instance& d, const status_sample& now, con
   json outcomes = json::object();
   std::uint64_t calls = 0, failed = 0, cancelled = 0;
   const auto cancelled_label = outcome_label_index(call_outcome::cancelled, call_error::none);
+  const auto skipped_label = outcome_label_index(call_outcome::skipped, call_error::none);
   for (std::size_t o = 0; o < outcome_label_count; ++o) {
     const std::uint64_t n = a ? a->calls[o] - (b ? std::min(b->calls[o], a->calls[o]) : 0) : 0;
     outcomes[std::string(outcome_label(o))] = n;
     calls += n;
-    if (o == cancelled_label) {
+    if (o == skipped_label) {
+      continue;  // left out on purpose: not a call made
+    } else if (o == cancelled_label) {
       cancelled += n;
     } else if (o != 0) {
       failed += n;
