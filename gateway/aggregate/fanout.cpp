@@ -94,11 +94,6 @@ void fanout::cancel_pending(cancel_reason why) {
   }
 }
 
-const call_settings& fanout::owner(std::size_t slot) const {
-  const auto& route = *request_->route;
-  return route.calls[slot < route.calls.size() ? slot : route.slot_owner[slot]];
-}
-
 call_request fanout::make_request(std::size_t index, std::string& target, std::string& body) {
   const auto& request = *request_;
   const auto& call = owner(index);
