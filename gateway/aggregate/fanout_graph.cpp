@@ -23,6 +23,7 @@
 #include "gateway/aggregate/fanout.hpp"
 
 #include "gateway/codec/json_path.hpp"
+#include "gateway/downstream/call_trace.hpp"
 
 #include <algorithm>
 
@@ -157,8 +158,13 @@ void fanout::advance_graph() {
 
 void fanout::begin_waiting_call(std::size_t index) {
   const auto& call = request_->route->calls[index];
-  graph_->slots[index].begun = clock::now();
+  const auto now = clock::now();
+  graph_->slots[index].begun = now;
   calls_[index] = call_state::pending;
+  // A call's own timeout counts from its start (within the request's deadline).
+  if (call.timeout) deadlines_[index] = std::min(request_->deadline, now + *call.timeout);
+  if (request_->call_traces != nullptr && !call.after.empty())
+    request_->call_traces[index].started_after(now, now - started_, call.after);
   for (const auto d : call.after_index) {
     if (results_[d].skipped())
       return finish_unsent(index, call_outcome::skipped, "a call it needs was skipped");
@@ -215,6 +221,8 @@ void fanout::start_items(std::size_t index) {
     auto& s = graph_->slots[slot];
     s.begun = clock::now();
     calls_[slot] = call_state::pending;
+    if (const auto& timeout = request_->route->calls[index].timeout)
+      deadlines_[slot] = std::min(request_->deadline, s.begun + *timeout);
     if (!resolve_values(slot, s.element)) {
       finish_unsent(slot, call_outcome::dependency, "a value it uses is missing");
       continue;

@@ -57,6 +57,16 @@ void call_trace::end_attempt(std::size_t attempt, clock::time_point now, const c
   }
 }
 
+void call_trace::started_after(clock::time_point begun, clock::duration wait,
+                               const std::vector<std::string>& after) {
+  auto& s = call_span();
+  s.start_ns = unix_ns(begun);
+  std::string names;
+  for (const auto& name : after) names += (names.empty() ? "" : ",") + name;
+  s.set(attr::after, std::move(names));
+  s.set(attr::after_wait_ms, std::chrono::duration<double, std::milli>(wait).count());
+}
+
 void call_trace::permit_waited(clock::duration wait) {
   call_span().set(attr::semaphore_wait_ms, std::chrono::duration<double, std::milli>(wait).count());
 }

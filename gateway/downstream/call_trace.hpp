@@ -52,6 +52,10 @@ class call_trace {
   // attempt answered, or the call ended).
   void end_attempt(std::size_t attempt, clock::time_point now, const call_result* result);
 
+  // A call of a graph (`after`) started at `begun`, `wait` after the fan-out, once the calls named in
+  // `after` had answered: its span starts then and says what it waited for.
+  void started_after(clock::time_point begun, clock::duration wait, const std::vector<std::string>& after);
+
   // SQL: how long the call waited for a permit of the database's semaphore (whether it got one or not).
   void permit_waited(clock::duration wait);
 
