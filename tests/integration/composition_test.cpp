@@ -19,9 +19,10 @@ namespace {
 // A config with one downstream "mock" (and `extra_downstreams`, as YAML lines under `downstreams:`) and
 // the given routes (YAML lines under `routes:`).
 std::string composed_config(const mock_downstream& mock, const std::string& routes,
-                            const std::string& extra_downstreams = "") {
-  return "server:\n  listen: 127.0.0.1:0\n  threads: 2\ndownstreams:\n  mock:\n    url: " + mock.url() +
-         "\n    connect_timeout: 500ms\n" + extra_downstreams + "routes:\n" + routes;
+                            const std::string& extra_downstreams = "", int threads = 2) {
+  return "server:\n  listen: 127.0.0.1:0\n  threads: " + std::to_string(threads) +
+         "\ndownstreams:\n  mock:\n    url: " + mock.url() + "\n    connect_timeout: 500ms\n" +
+         extra_downstreams + "routes:\n" + routes;
 }
 
 // product -> seller (by the product's sellerId) and reviews (by its id) -> one author per review.
@@ -134,8 +135,9 @@ TEST_CASE("a failed call degrades every call that needs it, directly or not, and
   const auto body = r.json();
   CHECK(body["product"] ==
         nlohmann::json::parse(R"({"source":"product","title":"none","reason":"error","degraded":true})"));
-  CHECK(body["seller"] == nlohmann::json::parse(
-                              R"({"source":"seller","name":"unknown","reason":"dependency","degraded":true})"));
+  CHECK(
+      body["seller"] ==
+      nlohmann::json::parse(R"({"source":"seller","name":"unknown","reason":"dependency","degraded":true})"));
   CHECK(body["reviews"] ==
         nlohmann::json::parse(R"({"source":"reviews","count":0,"reason":"dependency","degraded":true})"));
   // No review, no element: the for_each entry is an empty list, degraded for its dependency.
@@ -198,7 +200,7 @@ TEST_CASE("a required call whose dependency timed out answers 504, well before t
   INFO(r.body << "\nanswered in " << took.count() << " ms");
   CHECK(r.status == 504);
   CHECK(r.body.find("product") != std::string::npos);
-  CHECK(took >= 150ms);   // product's own timeout
+  CHECK(took >= 150ms);  // product's own timeout
   CHECK(took < 1500ms);  // the deadline is 3 s away
   CHECK(requests_under(mock.stats(), "seller") == 0);
 }
@@ -206,9 +208,10 @@ TEST_CASE("a required call whose dependency timed out answers 504, well before t
 TEST_CASE("gateway --check refuses a broken graph at the line that breaks it", "[composition][cli]") {
   struct broken {
     std::string what;
-    std::string calls;     // the route's calls
-    std::string at;        // text of the line the problem is reported at
+    std::string calls;    // the route's calls
+    std::string at;       // text of the line the problem is reported at
     std::string message;  // part of the message
+    std::string response = "object";
   };
   const std::vector<broken> cases = {
       {"a cycle",
@@ -233,13 +236,22 @@ TEST_CASE("gateway --check refuses a broken graph at the line that breaks it", "
        "      - name: a\n        downstream: mock\n        path: /a\n"
        "      - name: b\n        downstream: mock\n        path: '/b/{item.id}'\n        after: [a]\n",
        "/b/{item.id}", "no for_each"},
+      {"a group in an array response",
+       "      - name: a\n        downstream: mock\n        path: /a\n        group: g\n", "group: g",
+       "needs an object response", "array"},
+      {"flattened fields that collide",
+       "      - name: a\n        downstream: mock\n        path: /a\n        fields: [x]\n        flatten: "
+       "true\n"
+       "      - name: b\n        downstream: mock\n        path: /b\n        fields: [x]\n        flatten:  "
+       "true\n",
+       "flatten:  true", "collides with the same field of call 'a'"},
   };
   temp_dir dir;
   for (const auto& c : cases) {
     const std::string yaml =
         "server:\n  listen: 127.0.0.1:0\ndownstreams:\n  mock:\n    url: http://127.0.0.1:9\nroutes:\n"
-        "  - path: /api/x\n    method: GET\n    response: object\n    calls:\n" +
-        c.calls;
+        "  - path: /api/x\n    method: GET\n    response: " +
+        c.response + "\n    calls:\n" + c.calls;
     const auto file = dir.write("graph.yaml", yaml);
     const auto result = run_command({GATEWAY_BIN, "--check", file}, 10s);
     INFO(c.what << "\nconfig:\n" << yaml << "\nstderr: " << result.err);
@@ -248,8 +260,9 @@ TEST_CASE("gateway --check refuses a broken graph at the line that breaks it", "
     const int line = line_of(yaml, c.at);
     REQUIRE(line > 0);
     // "FILE:LINE:COL: message", the column being where the faulty value starts.
-    const std::regex expected("(^|\n)" + std::regex_replace(file, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                              ":" + std::to_string(line) + ":[0-9]+: [^\n]*" +
+    const std::regex expected("(^|\n)" +
+                              std::regex_replace(file, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + ":" +
+                              std::to_string(line) + ":[0-9]+: [^\n]*" +
                               std::regex_replace(c.message, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)"));
     CHECK(std::regex_search(result.err, expected));
   }
@@ -408,12 +421,15 @@ TEST_CASE("a client leaving mid-graph cancels the running call and no later leve
 
 namespace {
 
-// The product's values, each hostile in its own way, and the path each one reaches as one segment.
+// "ü€😀" in UTF-8: two, three and four bytes.
+const std::string unicode_text = "\xC3\xBC\xE2\x82\xAC\xF0\x9F\x98\x80";
+
+// The product's values, each hostile in its own way (as their JSON in hostile_product holds them).
 const std::vector<std::pair<std::string, std::string>> hostile_values = {
-    {"quote", "a\"b'c"}, {"slash", "a/../b"},        {"query", "x?y=1&z=2"}, {"hash", "h#1"},
-    {"space", "a b+c"},  {"pct", "100%25"},          {"uni", "\xC3\xBC\xE2\x82\xAC\xF0\x9F\x98\x80"},
-    {"dots", ".."},      {"escaped", "\xC3\xA9\n"},  {"num", "12.5"},        {"neg", "-3"},
-    {"exp", "1e3"},      {"yes", "true"},            {"no", "false"}};
+    {"quote", "a\"b'c"},       {"slash", "a/../b"}, {"query", "x?y=1&z=2"}, {"hash", "h#1"},
+    {"space", "a b+c"},        {"pct", "100%25"},   {"uni", unicode_text},  {"dots", ".."},
+    {"escaped", "\xC3\xA9\n"}, {"num", "12.5"},     {"neg", "-3"},          {"exp", "1e3"},
+    {"yes", "true"},           {"no", "false"}};
 
 const std::string hostile_product = R"({"quote":"a\"b'c","slash":"a/../b","query":"x?y=1&z=2","hash":"h#1",
   "space":"a b+c","pct":"100%25","uni":"ü€😀","dots":"..","escaped":"\u00e9\n","num":12.5,"neg":-3,"exp":1e3,
@@ -440,16 +456,18 @@ std::string hostile_config(const mock_downstream& mock) {
     calls += "      - {name: seg_" + key + ", downstream: mock, path: '/v/" + key + "/{product." + key +
              "}', after: [product], fallback: {v: none}}\n";
   }
-  return composed_config(mock, "  - path: /api/hostile\n    method: GET\n    deadline: 3s\n"
-                               "    response: object\n    degraded_reason_field: reason\n    calls:\n" +
-                                   calls);
+  return composed_config(mock,
+                         "  - path: /api/hostile\n    method: GET\n    deadline: 3s\n"
+                         "    response: object\n    degraded_reason_field: reason\n    calls:\n" +
+                             calls);
 }
 
 }  // namespace
 
-TEST_CASE("hostile values of an answer reach the next call as one path segment, one query value, "
-          "one header value and JSON-escaped body strings",
-          "[composition]") {
+TEST_CASE(
+    "hostile values of an answer reach the next call as one path segment, one query value, "
+    "one header value and JSON-escaped body strings",
+    "[composition]") {
   mock_downstream mock({"--record-headers", "x-value"});
   mock.set_body("product", hostile_product);
   mock.set_body("q", R"({"v":"{query.v}","h":"{query.h}","u":"{query.u}","p":"{query.p}"})");
@@ -482,12 +500,12 @@ TEST_CASE("hostile values of an answer reach the next call as one path segment, 
     CHECK(r.degraded_reason("query") == std::nullopt);
     CHECK(body["query"]["v"] == "x?y=1&z=2");
     CHECK(body["query"]["h"] == "h#1");
-    CHECK(body["query"]["u"] == "\xC3\xBC\xE2\x82\xAC\xF0\x9F\x98\x80");
+    CHECK(body["query"]["u"] == unicode_text);
     CHECK(body["query"]["p"] == "100%25");
   }
   SECTION("header values: taken as they are; a control character stops the call (dependency)") {
     CHECK(r.degraded_reason("header") == std::nullopt);
-    CHECK(stats["paths"]["h"]["last_headers"]["x-value"] == "v=a\"b'c \xC3\xBC\xE2\x82\xAC\xF0\x9F\x98\x80");
+    CHECK(stats["paths"]["h"]["last_headers"]["x-value"] == "v=a\"b'c " + unicode_text);
     CHECK(r.degraded_reason("header_ctl") == "dependency");
     CHECK(requests_under(stats, "hc") == 0);
   }
@@ -496,12 +514,11 @@ TEST_CASE("hostile values of an answer reach the next call as one path segment, 
     const auto sent = stats["paths"]["post"]["last_headers"]["@body"].get<std::string>();
     INFO(sent);
     CHECK(nlohmann::json::parse(sent) == nlohmann::json{{"quote", "a\"b'c"},
-                                                         {"slash", "a/../b"},
-                                                         {"uni", "\xC3\xBC\xE2\x82\xAC\xF0\x9F\x98\x80"},
-                                                         {"escaped", "\xC3\xA9\n"},
-                                                         {"ctl", "a\x01"
-                                                                 "b"},
-                                                         {"hash", "h#1"}});
+                                                        {"slash", "a/../b"},
+                                                        {"uni", unicode_text},
+                                                        {"escaped", "\xC3\xA9\n"},
+                                                        {"ctl", std::string("a\x01") + "b"},
+                                                        {"hash", "h#1"}});
   }
 }
 
@@ -612,8 +629,8 @@ std::string shared_config(const mock_downstream& mock) {
          fallback: {name: unknown}}
 )",
                          "  catalog:\n    url: " + mock.url() +
-                             "\n    retry: {attempts: 2, on_status: [503]}\n  sellers:\n    url: " + mock.url() +
-                             "\n    cache: true\n");
+                             "\n    retry: {attempts: 2, on_status: [503]}\n  sellers:\n    url: " +
+                             mock.url() + "\n    cache: true\n");
 }
 
 }  // namespace
@@ -649,5 +666,40 @@ TEST_CASE("a dependent call on a caching downstream is answered from the cache t
   }
   const auto stats = mock.stats();
   CHECK(mock.path_counter(stats, "product/p1", "requests") == 2);  // catalog does not cache
+  CHECK(mock.path_counter(stats, "seller/s-42", "requests") == 1);
+}
+
+TEST_CASE("a dependent call on a coalescing downstream shares one request with an identical one in flight",
+          "[composition][coalesce]") {
+  mock_downstream mock;
+  serve_product_bodies(mock);
+  mock.control("seller/*", "ok", "300ms");
+  // One I/O thread: every identical call meets the others. Two products of the same seller.
+  gateway_process gw(composed_config(mock, R"(  - path: /api/product/{id}
+    method: GET
+    deadline: 2s
+    response: object
+    calls:
+      - {name: product, downstream: mock, path: '/product/{id}', fallback: {title: none}}
+      - {name: seller, downstream: sellers, path: '/seller/{product.sellerId}', after: [product],
+         fallback: {name: unknown}}
+)",
+                                     "  sellers:\n    url: " + mock.url() + "\n    coalesce: true\n", 1));
+
+  http_connection first(gw.port());
+  first.send_request("GET", "/api/product/p1");
+  mock.wait_stats([&](const auto& s) { return mock.path_counter(s, "seller/s-42", "requests") == 1; });
+  http_connection second(gw.port());
+  second.send_request("GET", "/api/product/p2");
+  for (auto* conn : {&first, &second}) {
+    const auto r = conn->read_response(5s);
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(r.degraded_calls() == std::nullopt);
+    CHECK(r.json()["seller"]["name"] == "seller s-42");
+  }
+  const auto stats = mock.stats();
+  CHECK(mock.path_counter(stats, "product/p1", "requests") == 1);
+  CHECK(mock.path_counter(stats, "product/p2", "requests") == 1);
   CHECK(mock.path_counter(stats, "seller/s-42", "requests") == 1);
 }
