@@ -267,7 +267,8 @@ bool fanout::resolve_values(std::size_t slot, std::string_view element) {
     const std::string_view doc =
         ref.call == call_reference::item_of_call ? element : std::string_view(results_[ref.call].body.text);
     auto text = scalar_text(find_json(doc, ref.path));
-    if (!text) return false;
+    if (!text || (ref.segment && text->empty()) || (ref.short_value && text->size() > call_reference::max_short))
+      return false;
     values.emplace_back(ref.text, std::move(*text));
   }
   return true;

@@ -97,11 +97,17 @@ std::optional<call_reference> resolve(const aggregate_route& route, const call_s
   return ref;
 }
 
-// Adds `ref` to the call's references once (the templates look values up by its text).
-void add_reference(call_settings& call, call_reference ref) {
-  for (const auto& r : call.references) {
-    if (r.text == ref.text) return;
+// Adds `ref` to the call's references once (the templates look values up by its text); where it is used
+// twice, the stricter rules of both places hold.
+void add_reference(call_settings& call, call_reference ref, bool segment, bool short_value) {
+  for (auto& r : call.references) {
+    if (r.text != ref.text) continue;
+    r.segment = r.segment || segment;
+    r.short_value = r.short_value || short_value;
+    return;
   }
+  ref.segment = segment;
+  ref.short_value = short_value;
   call.references.push_back(std::move(ref));
 }
 
@@ -116,13 +122,20 @@ void resolve_templates(config_parse_state& state, const YAML::Node& node, const 
                        call_settings& call) {
   std::string error;
   // Parameters were checked where the templates were read.
-  const auto use = [&](const std::string& name, const char* key) {
+  const auto use = [&](const std::string& name, const char* key, bool segment, bool short_value) {
     if (!names_reference(route, name)) return;
-    if (auto ref = resolve(route, call, name, error)) return add_reference(call, std::move(*ref));
+    if (auto ref = resolve(route, call, name, error)) return add_reference(call, std::move(*ref), segment, short_value);
     if (!error.empty()) report_at(state, node, key, error);
   };
-  for (const auto& name : call.path.param_names()) use(name, "path");
-  for (const auto& name : call.built_body.param_names()) use(name, "body_template");
+  bool in_query = false;
+  for (const auto& piece : call.path.pieces()) {
+    if (!piece.is_param) {
+      in_query = in_query || piece.text.find('?') != std::string::npos;
+      continue;
+    }
+    use(piece.text, "path", !in_query, true);
+  }
+  for (const auto& name : call.built_body.param_names()) use(name, "body_template", false, false);
   // A `set` value with "{...}" takes answers' values in a call that waits for others; elsewhere its
   // braces are text, as they always were.
   if (call.after.empty() && !call.for_each) return;
@@ -160,7 +173,7 @@ void resolve_templates(config_parse_state& state, const YAML::Node& node, const 
         break;
       }
       t.pieces.emplace_back(true, ref->text);
-      add_reference(call, std::move(*ref));
+      add_reference(call, std::move(*ref), false, true);
       rest.remove_prefix(close + 1);
     }
     call.header_templates.push_back(std::move(t));

@@ -358,6 +358,11 @@ struct call_reference {
   std::string text;  // as written between the braces: "product.seller.id"; the templates' lookup name
   std::size_t call = 0;
   json_path path;  // inside the call's answer (or the element)
+  // Where the value goes decides what it may be (the call is not sent otherwise): in a path segment, not
+  // empty (`/sellers/` would name the collection); in a path or a header field, at most max_short bytes.
+  bool segment = false;
+  bool short_value = false;
+  static constexpr std::size_t max_short = 2048;
 };
 
 // A header field of a call's `set` whose value takes "{call.field}" values: expanded when the call starts.

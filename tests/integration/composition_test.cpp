@@ -433,7 +433,8 @@ const std::vector<std::pair<std::string, std::string>> hostile_values = {
 
 const std::string hostile_product = R"({"quote":"a\"b'c","slash":"a/../b","query":"x?y=1&z=2","hash":"h#1",
   "space":"a b+c","pct":"100%25","uni":"ü€😀","dots":"..","escaped":"\u00e9\n","num":12.5,"neg":-3,"exp":1e3,
-  "yes":true,"no":false,"nothing":null,"obj":{"a":1},"list":[1],"ctl":"a\u0001b"})";
+  "yes":true,"no":false,"nothing":null,"obj":{"a":1},"list":[1],"ctl":"a\u0001b","empty":"",)"
+                                   R"("long":")" + std::string(2049, 'x') + R"("})";
 
 std::string hostile_config(const mock_downstream& mock) {
   std::string calls =
@@ -452,7 +453,9 @@ std::string hostile_config(const mock_downstream& mock) {
     calls += "      - {name: seg_" + key + ", downstream: mock, path: '/v/" + key + "/{product." + key +
              "}', after: [product], fallback: {v: none}}\n";
   }
-  for (const std::string key : {"nothing", "obj", "list", "absent"}) {
+  calls += "      - {name: query_empty, downstream: mock, path: '/qe?v={product.empty}', after: [product],"
+           " fallback: {v: none}}\n";
+  for (const std::string key : {"nothing", "obj", "list", "absent", "empty", "long"}) {
     calls += "      - {name: seg_" + key + ", downstream: mock, path: '/v/" + key + "/{product." + key +
              "}', after: [product], fallback: {v: none}}\n";
   }
@@ -488,16 +491,20 @@ TEST_CASE(
     }
     CHECK(requests_under(stats, "v/") == static_cast<long long>(hostile_values.size()));
   }
-  SECTION("null, an object, an array or a missing field: the call is not sent (dependency)") {
-    for (const std::string key : {"nothing", "obj", "list", "absent"}) {
+  SECTION(
+      "null, an object, an array, a missing field, an empty path segment (it would name the collection) or "
+      "a value over 2 KiB in a path: the call is not sent (dependency)") {
+    for (const std::string key : {"nothing", "obj", "list", "absent", "empty", "long"}) {
       INFO(key);
       CHECK(r.degraded_reason("seg_" + key) == "dependency");
       CHECK(body["seg_" + key]["v"] == "none");
       CHECK(requests_under(stats, "v/" + key) == 0);
     }
   }
-  SECTION("query values: each arrives whole, as written") {
+  SECTION("query values: each arrives whole, as written; an empty one too") {
     CHECK(r.degraded_reason("query") == std::nullopt);
+    CHECK(r.degraded_reason("query_empty") == std::nullopt);
+    CHECK(mock.path_counter(stats, "qe", "requests") == 1);
     CHECK(body["query"]["v"] == "x?y=1&z=2");
     CHECK(body["query"]["h"] == "h#1");
     CHECK(body["query"]["u"] == unicode_text);
