@@ -61,19 +61,7 @@ long long requests_under(const nlohmann::json& stats, const std::string& prefix)
 
 // Every byte outside A-Z a-z 0-9 - _ ~ as %XX: how the gateway writes a value into one path segment.
 std::string one_segment(const std::string& s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    }
-  }
-  return out;
+  return percent_encoded(s, "-_~");
 }
 
 // The keys of a JSON value and of the objects inside it, without the values: two answers with the same

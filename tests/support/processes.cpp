@@ -39,23 +39,6 @@ std::string quote(const std::string& s) {
   return "'" + s + "'";
 }
 
-// Every byte outside RFC 3986's unreserved characters as %XX.
-std::string percent_encoded(const std::string& s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 const std::vector<std::string> seed_calls = {"inventory",      "channel-price", "coupon",
@@ -218,6 +201,22 @@ std::string seed_config::yaml() const {
          ", stock: " + std::to_string(fallback_stock) + "}\n";
   }
   return y;
+}
+
+std::string percent_encoded(const std::string& s, std::string_view kept) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || kept.find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 0xf];
+    }
+  }
+  return out;
 }
 
 }  // namespace test_support

@@ -16,9 +16,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace test_support {
+
+// Every byte of `s` outside A-Z a-z 0-9 and `kept` as %XX (by default RFC 3986's unreserved characters).
+std::string percent_encoded(const std::string& s, std::string_view kept = "-._~");
 
 class mock_downstream {
  public:
