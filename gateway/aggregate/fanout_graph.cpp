@@ -113,6 +113,9 @@ void fanout::start_graph() {
   for (std::size_t i = 0; i < calls_.size(); ++i)
     calls_[i] = i < n ? call_state::waiting : call_state::reported;
   pending_ = n;
+  // A call's own timeout counts from its start (begin_waiting_call, start_items): until then only the
+  // request's deadline bounds its wait.
+  std::fill(deadlines_.begin(), deadlines_.end(), request_->deadline);
   advance_graph();
 }
 
@@ -128,7 +131,9 @@ void fanout::graph_start_failed() {
 void fanout::advance_graph() {
   const auto& route = *request_->route;
   const auto n = route.calls.size();
-  for (bool progress = true; progress;) {
+  // Once the answer is decided (a required call failed, an answer passed), nothing more starts: run()
+  // settles, and the calls still waiting end there, never sent.
+  for (bool progress = true; progress && decider_ == npos;) {
     progress = false;
     for (std::size_t i = 0; i < n; ++i) {
       if (calls_[i] == call_state::waiting) {

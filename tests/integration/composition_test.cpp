@@ -381,6 +381,30 @@ TEST_CASE("the deadline in the middle of the graph cancels the running call and 
   CHECK(requests_under(stats, "rating") == 0);
 }
 
+TEST_CASE("a waiting call's own timeout counts from its start, not from the request's", "[composition][deadline]") {
+  mock_downstream mock;
+  serve_product_bodies(mock);
+  mock.control("product/*", "ok", "300ms");
+  mock.control("seller/*", "ok", "50ms");
+  // seller may take 250 ms once started: it starts at about 300 ms and answers at about 350 ms, long after
+  // 250 ms from the request's start.
+  gateway_process gw(composed_config(mock, R"(  - path: /api/product/{id}
+    method: GET
+    deadline: 3s
+    response: object
+    calls:
+      - {name: product, downstream: mock, path: '/product/{id}', fallback: {title: none}}
+      - {name: seller, downstream: mock, path: '/seller/{product.sellerId}', after: [product], timeout: 250ms,
+         fallback: {name: unknown}}
+)"));
+
+  const auto r = http_get(gw.port(), "/api/product/p1");
+  INFO(r.body << "\nX-Degraded: " << r.header("x-degraded").value_or("(none)"));
+  REQUIRE(r.status == 200);
+  CHECK(r.degraded_calls() == std::nullopt);
+  CHECK(mock.path_counter(mock.stats(), "seller/s-42", "requests") == 1);
+}
+
 TEST_CASE("a client leaving mid-graph cancels the running call and no later level is sent",
           "[composition][cancel]") {
   mock_downstream mock;
@@ -422,7 +446,8 @@ const std::vector<std::pair<std::string, std::string>> hostile_values = {
 const std::string hostile_product = R"({"quote":"a\"b'c","slash":"a/../b","query":"x?y=1&z=2","hash":"h#1",
   "space":"a b+c","pct":"100%25","uni":"ü€😀","dots":"..","escaped":"\u00e9\n","num":12.5,"neg":-3,"exp":1e3,
   "yes":true,"no":false,"nothing":null,"obj":{"a":1},"list":[1],"ctl":"a\u0001b","empty":"",)"
-                                   R"("long":")" + std::string(2049, 'x') + R"("})";
+                                    R"("long":")" +
+                                    std::string(2049, 'x') + R"("})";
 
 std::string hostile_config(const mock_downstream& mock) {
   std::string calls =
@@ -441,8 +466,9 @@ std::string hostile_config(const mock_downstream& mock) {
     calls += "      - {name: seg_" + key + ", downstream: mock, path: '/v/" + key + "/{product." + key +
              "}', after: [product], fallback: {v: none}}\n";
   }
-  calls += "      - {name: query_empty, downstream: mock, path: '/qe?v={product.empty}', after: [product],"
-           " fallback: {v: none}}\n";
+  calls +=
+      "      - {name: query_empty, downstream: mock, path: '/qe?v={product.empty}', after: [product],"
+      " fallback: {v: none}}\n";
   for (const std::string key : {"nothing", "obj", "list", "absent", "empty", "long"}) {
     calls += "      - {name: seg_" + key + ", downstream: mock, path: '/v/" + key + "/{product." + key +
              "}', after: [product], fallback: {v: none}}\n";
