@@ -3,6 +3,7 @@
 // failure, a deadline or a leaving client does to the calls that wait; hostile values; the shaping of
 // entries; and composition with retries and the cache. The mock's counters tell which calls were sent.
 
+#include "tests/integration/metric_scrape.hpp"
 #include "tests/support/offer_checks.hpp"
 #include "tests/support/text_edit.hpp"
 
@@ -381,7 +382,8 @@ TEST_CASE("the deadline in the middle of the graph cancels the running call and 
   CHECK(requests_under(stats, "rating") == 0);
 }
 
-TEST_CASE("a waiting call's own timeout counts from its start, not from the request's", "[composition][deadline]") {
+TEST_CASE("a waiting call's own timeout counts from its start, not from the request's",
+          "[composition][deadline]") {
   mock_downstream mock;
   serve_product_bodies(mock);
   mock.control("product/*", "ok", "300ms");
@@ -723,4 +725,41 @@ TEST_CASE("a dependent call on a coalescing downstream shares one request with a
   CHECK(mock.path_counter(stats, "product/p1", "requests") == 1);
   CHECK(mock.path_counter(stats, "product/p2", "requests") == 1);
   CHECK(mock.path_counter(stats, "seller/s-42", "requests") == 1);
+}
+
+TEST_CASE("for_each element calls are hedged like any call: a slow first attempt is overtaken",
+          "[composition][hedge]") {
+  mock_downstream mock;
+  serve_product_bodies(mock);
+  // A fifth of each author's answers take 600 ms; the hedge goes after 50 ms.
+  mock.control("author/*", "ok", "10ms,p80=600ms");
+  gateway_process gw(composed_config(
+      mock, R"(  - path: /api/product/{id}
+    method: GET
+    deadline: 2s
+    response: object
+    calls:
+      - {name: reviews, downstream: mock, path: '/reviews?count=5'}
+      - {name: authors, downstream: people, path: '/author/{item.id}', after: [reviews],
+         for_each: '{reviews.items}', fallback: {name: anonymous}}
+)",
+      "  people:\n    url: " + mock.url() + "\n    hedge: {delay: 50ms, budget_percent: 100}\n"));
+
+  constexpr int requests = 16;
+  int slow = 0;
+  for (int i = 0; i < requests; ++i) {
+    const auto start = steady_clock::now();
+    const auto r = http_get(gw.port(), "/api/product/p1");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    CHECK(r.degraded_calls() == std::nullopt);
+    CHECK(r.json()["authors"]["items"].size() == 5);
+    if (elapsed_since(start) > 400ms) ++slow;
+  }
+  const auto hedges = metric(gw, "gateway_downstream_hedges_total", {{"downstream", "people"}});
+  CHECK(hedges >= 1);
+  CHECK(requests_under(mock.stats(), "author/") == 5 * requests + static_cast<long long>(hedges));
+  // A request is slow only when one of its five elements drew the slow answer on both attempts (about 18%
+  // of them); unhedged, two in three would be.
+  CHECK(slow <= requests / 2);
 }
