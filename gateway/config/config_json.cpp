@@ -111,6 +111,37 @@ nlohmann::json response_headers_json(const response_header_policy& h) {
   return j;
 }
 
+std::string path_text(const json_path& path) {
+  std::string text;
+  for (const auto& step : path.steps) text += (text.empty() ? "" : ".") + step;
+  return text;
+}
+
+void add_shaping(const call_shaping& s, nlohmann::json& j) {
+  if (s.target) j["target"] = path_text(*s.target);
+  if (!s.omit.empty()) j["omit"] = s.omit;
+  for (const auto& [from, to] : s.rename) j["rename"][from] = to;
+  if (!s.group.empty()) j["group"] = s.group;
+  if (s.flatten) j["flatten"] = true;
+}
+
+// A call's composition keys as written (a `set` value taking answers' values among its headers' `set`).
+void add_composition(const call_settings& c, nlohmann::json& j) {
+  if (!c.after.empty()) j["after"] = c.after;
+  if (c.for_each) {
+    j["for_each"] = "{" + c.for_each->source.text + "}";
+    j["max_items"] = c.for_each->max_items;
+    j["concurrency"] = c.for_each->concurrency;
+  }
+  if (c.when) j["when"] = "{" + c.when->field.text + "}";  // a parameter's name or a reference
+  for (const auto& t : c.header_templates) {
+    std::string value;
+    for (const auto& [is_ref, text] : t.pieces) value += is_ref ? "{" + text + "}" : text;
+    j["headers"]["set"][t.name] = value;
+  }
+  add_shaping(c.shaping, j);
+}
+
 nlohmann::json route_json(const route_settings& r) {
   nlohmann::json j;
   j["path"] = r.path;
@@ -131,6 +162,7 @@ nlohmann::json route_json(const route_settings& r) {
   j["deadline"] = format_duration(a.deadline);
   j["response"] = a.response == response_shape::array ? "array" : "object";
   if (!a.degraded_reason_field.empty()) j["degraded_reason_field"] = a.degraded_reason_field;
+  add_shaping(a.shaping, j);
   if (!a.response_headers.empty()) j["response_headers"] = response_headers_json(a.response_headers);
   if (a.cors) {
     j["cors"] = {
@@ -170,6 +202,7 @@ nlohmann::json route_json(const route_settings& r) {
       if (!names.empty()) call["pass_headers"] = std::move(names);
     }
     call["fallback"] = nlohmann::json::parse("{" + c.fallback_members + "}");
+    add_composition(c, call);
     j["calls"].push_back(std::move(call));
   }
   return j;
