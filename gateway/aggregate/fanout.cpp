@@ -96,8 +96,8 @@ void fanout::cancel_pending(cancel_reason why) {
 
 call_request fanout::make_request(std::size_t index, std::string& target, std::string& body) {
   const auto& request = *request_;
-  const auto& call = owner(index);
-  const std::size_t call_index = static_cast<std::size_t>(&call - request.route->calls.data());
+  const std::size_t call_index = owner_index(index);
+  const auto& call = request.route->calls[call_index];
   const auto value_of = [&](const std::string& name) -> std::string_view {
     if (graph_ && !call.references.empty()) {  // a value of an answer ("{call.field}", "{item.x}")
       if (auto v = this->value_of(index, name); v.data() != nullptr) return v;
@@ -149,8 +149,8 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
     result.outcome = call_outcome::timeout;
     result.detail = "deadline";
   }
-  const auto& call = owner(index);
-  const std::size_t call_index = static_cast<std::size_t>(&call - request_->route->calls.data());
+  const std::size_t call_index = owner_index(index);
+  const auto& call = request_->route->calls[call_index];
   // When it ended, from the reading the call took for its latency (no clock reading of its own here).
   const auto ended = (graph_ ? begun(index) : started_) + result.latency;
   if (tickets_[index].allowed) {
@@ -197,8 +197,7 @@ void fanout::call_finished(std::size_t index, call_result&& result) {
 // if there is one young enough. A call answered from the store has no key (nothing to keep again). An
 // answer that varies on more than the key (call_result::shareable) is not kept.
 void fanout::keep_or_serve_stale(std::size_t index, call_result& result, clock::time_point ended) {
-  auto* cache =
-      (*request_->targets)[static_cast<std::size_t>(&owner(index) - request_->route->calls.data())]->stale();
+  auto* cache = (*request_->targets)[owner_index(index)]->stale();
   const auto& key = stale_keys_[index];
   if (cache == nullptr || key.empty()) return;
   if (result.ok()) {
@@ -305,7 +304,7 @@ void fanout::start_call(std::size_t index) {
     return finish_unsent(index, call_outcome::timeout, "no time left");
   }
   const auto& settings = owner(index);
-  auto* target = (*request.targets)[static_cast<std::size_t>(&settings - request.route->calls.data())];
+  auto* target = (*request.targets)[owner_index(index)];
   // start() has used the target by the time it returns (an HTTP call copies it into its request head), so
   // one buffer per thread serves every call without an allocation each.
   thread_local std::string target_text;
@@ -361,11 +360,11 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
   started_ = clock::now();  // one reading serves every call's start
   deadlines_.clear();
   request_ = &request;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& call = owner(i);
+  for (const auto& call : request.route->calls) {
     deadlines_.push_back(call.timeout ? std::min(request.deadline, started_ + *call.timeout)
                                       : request.deadline);
   }
+  deadlines_.resize(n, request.deadline);  // a graph's for_each elements: set as each starts
   const bool cancelled = cancelled_before_run_ != cancel_reason::none;
   if (cancelled) {
     for (auto& c : cancels_) c.request_cancel(cancelled_before_run_);

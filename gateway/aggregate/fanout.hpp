@@ -139,11 +139,11 @@ class fanout final : private call_sink {
   clock::time_point begun(std::size_t slot) const;
   std::string_view rendered_headers(std::size_t slot) const;
   bool items_ran(std::size_t index) const;
-  // The call a slot belongs to: itself, or a for_each element's call.
-  const call_settings& owner(std::size_t slot) const {
-    const auto& calls = request_->route->calls;
-    return calls[slot < calls.size() ? slot : request_->route->slot_owner[slot]];
+  // The call a slot belongs to (its index among the route's calls): itself, or a for_each element's call.
+  std::size_t owner_index(std::size_t slot) const {
+    return slot < request_->route->calls.size() ? slot : request_->route->slot_owner[slot];
   }
+  const call_settings& owner(std::size_t slot) const { return request_->route->calls[owner_index(slot)]; }
 
   boost::asio::any_io_executor ex_;
   state state_ = state::idle;

@@ -272,7 +272,8 @@ bool fanout::resolve_values(std::size_t slot, std::string_view element) {
     const std::string_view doc =
         ref.call == call_reference::item_of_call ? element : std::string_view(results_[ref.call].body.text);
     auto text = scalar_text(find_json(doc, ref.path));
-    if (!text || (ref.segment && text->empty()) || (ref.short_value && text->size() > call_reference::max_short))
+    if (!text || (ref.segment && text->empty()) ||
+        (ref.short_value && text->size() > call_reference::max_short))
       return false;
     values.emplace_back(ref.text, std::move(*text));
   }
@@ -284,7 +285,7 @@ bool fanout::resolve_values(std::size_t slot, std::string_view element) {
 void fanout::render_header_templates(std::size_t slot) {
   const auto& call = owner(slot);
   if (call.header_templates.empty()) return;
-  const auto call_index = static_cast<std::size_t>(&call - request_->route->calls.data());
+  const auto call_index = owner_index(slot);
   auto& out = graph_->slots[slot].headers;
   out.clear();
   if (request_->headers != nullptr) out = request_->headers[call_index].headers;
