@@ -32,11 +32,39 @@ void check_config(const gateway::gateway_config& cfg) {
     for (const auto& call : aggregate.calls) {
       FUZZ_CHECK(call.downstream_index < cfg.downstreams.size());
       FUZZ_CHECK(cfg.downstreams[call.downstream_index].name == call.downstream);
+      // A template's name is a declared parameter, or a value of an answer the call waits for.
       for (const auto& name : call.path.param_names()) {
         FUZZ_CHECK(std::any_of(aggregate.params.begin(), aggregate.params.end(),
-                               [&](const gateway::param_settings& p) { return p.name == name; }));
+                               [&](const gateway::param_settings& p) { return p.name == name; }) ||
+                   std::any_of(call.references.begin(), call.references.end(),
+                               [&](const gateway::call_reference& r) { return r.text == name; }));
+      }
+      const auto self = static_cast<std::size_t>(&call - aggregate.calls.data());
+      for (const auto& ref : call.references) {
+        if (ref.call == gateway::call_reference::item_of_call) {
+          FUZZ_CHECK(call.for_each.has_value());
+          continue;
+        }
+        FUZZ_CHECK(std::find(call.after_index.begin(), call.after_index.end(), ref.call) !=
+                   call.after_index.end());
+      }
+      for (const auto d : call.after_index) FUZZ_CHECK(d < aggregate.calls.size() && d != self);
+      if (call.for_each) {
+        FUZZ_CHECK(call.for_each->first_slot + call.for_each->max_items <= aggregate.slots);
+        for (std::size_t s = 0; s < call.for_each->max_items; ++s)
+          FUZZ_CHECK(aggregate.slot_owner[call.for_each->first_slot + s] == self);
       }
     }
+    // The calls form no cycle: an order in which each call comes after those it waits for exists.
+    std::vector<bool> placed(aggregate.calls.size(), false);
+    for (std::size_t round = 0; round < aggregate.calls.size(); ++round) {
+      for (std::size_t i = 0; i < aggregate.calls.size(); ++i) {
+        const auto& after = aggregate.calls[i].after_index;
+        if (!placed[i] && std::all_of(after.begin(), after.end(), [&](std::size_t d) { return placed[d]; }))
+          placed[i] = true;
+      }
+    }
+    FUZZ_CHECK(std::all_of(placed.begin(), placed.end(), [](bool b) { return b; }));
   }
   std::string printed;
   try {
