@@ -763,3 +763,41 @@ TEST_CASE("for_each element calls are hedged like any call: a slow first attempt
   // of them); unhedged, two in three would be.
   CHECK(slow <= requests / 2);
 }
+
+TEST_CASE(
+    "a client leaving while for_each elements run cancels every one, and the waiting ones are never sent",
+    "[composition][cancel]") {
+  mock_downstream mock;
+  serve_product_bodies(mock);
+  mock.control("author/*", "ok", "1s");
+  // Six elements, three at a time: three run when the client leaves, three wait.
+  gateway_process gw(composed_config(mock, R"(  - path: /api/product/{id}
+    method: GET
+    deadline: 5s
+    response: object
+    calls:
+      - {name: reviews, downstream: mock, path: '/reviews?count=6'}
+      - {name: authors, downstream: mock, path: '/author/{item.id}', after: [reviews],
+         for_each: '{reviews.items}', concurrency: 3, fallback: {name: anonymous}}
+)"));
+
+  http_connection conn(gw.port());
+  conn.send_request("GET", "/api/product/p1");
+  auto stats = mock.wait_stats([&](const auto& s) { return requests_under(s, "author/") == 3; });
+  REQUIRE(requests_under(stats, "author/") == 3);
+  conn.close();
+
+  stats = mock.wait_stats([&](const auto& s) {
+    long long cancelled = 0;
+    for (int e = 0; e < 6; ++e)
+      cancelled += mock.path_counter(s, "author/reviews-" + std::to_string(e), "cancelled");
+    return cancelled == 3;
+  });
+  INFO(stats["paths"].dump());
+  for (int e = 0; e < 3; ++e)
+    CHECK(mock.path_counter(stats, "author/reviews-" + std::to_string(e), "cancelled") == 1);
+  // Past the time the first three would have answered: the other three were never sent.
+  stats = mock.wait_stats([&](const auto& s) { return requests_under(s, "author/") > 3; }, 1500ms);
+  CHECK(requests_under(stats, "author/") == 3);
+  CHECK(gw.running());
+}
