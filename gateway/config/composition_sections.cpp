@@ -124,7 +124,8 @@ void resolve_templates(config_parse_state& state, const YAML::Node& node, const 
   // Parameters were checked where the templates were read.
   const auto use = [&](const std::string& name, const char* key, bool segment, bool short_value) {
     if (!names_reference(route, name)) return;
-    if (auto ref = resolve(route, call, name, error)) return add_reference(call, std::move(*ref), segment, short_value);
+    if (auto ref = resolve(route, call, name, error))
+      return add_reference(call, std::move(*ref), segment, short_value);
     if (!error.empty()) report_at(state, node, key, error);
   };
   bool in_query = false;

@@ -64,7 +64,8 @@ void read_forwarding(yaml_reader& r, server_settings& s);
 // call's YAML node, aligned with route.calls (for positions). A route's own `rename` and `omit`.
 void read_call_composition(yaml_reader& r, call_settings& call);
 void read_route_shaping(yaml_reader& r, call_shaping& out);
-void check_composition(config_parse_state& state, const std::vector<YAML::Node>& nodes, aggregate_route& route);
+void check_composition(config_parse_state& state, const std::vector<YAML::Node>& nodes,
+                       aggregate_route& route);
 // Whether a "{name}" of a call's path or body template is left to check_composition (a reference to an
 // answer, "{call.field}" or "{item...}") rather than a parameter that must be declared.
 bool names_reference(const aggregate_route& route, const std::string& name);

@@ -28,7 +28,8 @@ inline constexpr std::string_view hedge = "gateway.hedge";                  // b
 inline constexpr std::string_view breaker_state = "gateway.breaker_state";  // string: closed, open, half_open
 inline constexpr std::string_view semaphore_wait_ms = "gateway.sql.semaphore_wait_ms";  // double
 inline constexpr std::string_view after = "gateway.after";  // string: the calls it waited for, "a,b"
-inline constexpr std::string_view after_wait_ms = "gateway.after.wait_ms";  // double: from the fan-out's start
+inline constexpr std::string_view after_wait_ms =
+    "gateway.after.wait_ms";  // double: from the fan-out's start
 inline constexpr std::string_view request_bytes = "gateway.request_bytes";    // int: body bytes sent on
 inline constexpr std::string_view response_bytes = "gateway.response_bytes";  // int: body bytes passed back
 
