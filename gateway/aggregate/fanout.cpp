@@ -413,8 +413,13 @@ std::vector<call_result> fanout::run(const fanout_request& request, net::yield_c
             !cancels_[i].cancelled())
           next = std::min(next, deadlines_[i]);
       }
-      // The calls still running only become fewer, so `next` only moves later: a wait already set is due
-      // no later than it, and is left alone. If it expires first, nothing is due yet and it is set again.
+      // In a flat route the calls still running only become fewer, so `next` only moves later: a wait
+      // already set is due no later than it, and is left alone. If it expires first, nothing is due yet and
+      // it is set again. A graph starts calls as it goes, each with its own timeout from its start, which
+      // may fall before the wait set: that wait is cancelled (its handler then touches nothing) and set
+      // again for `next`. One that has expired already cannot be cancelled; its handler wakes run(), which
+      // sets the wait then.
+      if (graph_ && timer_waiting_ && next < timer_.expiry() && timer_.cancel() != 0) timer_waiting_ = false;
       if (next != clock::time_point::max() && !timer_waiting_) wait_until(next);
     }
     wake_.wait(yield);

@@ -407,6 +407,33 @@ TEST_CASE("a waiting call's own timeout counts from its start, not from the requ
   CHECK(mock.path_counter(mock.stats(), "seller/s-42", "requests") == 1);
 }
 
+TEST_CASE("a call that starts later with its own timeout is cut off at that timeout, not at the deadline",
+          "[composition][deadline]") {
+  mock_downstream mock;
+  serve_product_bodies(mock);
+  mock.control("product/*", "ok", "50ms");
+  mock.control("seller/*", "ok", "1s");
+  // The fan-out's timer is set for the route's deadline (3 s) before seller starts; seller's own 150 ms,
+  // counted from its start, comes due long before.
+  gateway_process gw(composed_config(mock, R"(  - path: /api/product/{id}
+    method: GET
+    deadline: 3s
+    response: object
+    calls:
+      - {name: product, downstream: mock, path: '/product/{id}', fallback: {title: none}}
+      - {name: seller, downstream: mock, path: '/seller/{product.sellerId}', after: [product], timeout: 150ms,
+         fallback: {name: unknown}}
+)"));
+
+  const auto start = steady_clock::now();
+  const auto r = http_get(gw.port(), "/api/product/p1");
+  const auto took = elapsed_since(start);
+  INFO(r.body << "\nanswered in " << took.count() << " ms");
+  REQUIRE(r.status == 200);
+  CHECK(r.degraded_reason("seller") == "timeout");
+  CHECK(took < 700ms);  // product's 50 ms, seller's 150 ms and a generous margin; not seller's 1 s
+}
+
 TEST_CASE("a client leaving mid-graph cancels the running call and no later level is sent",
           "[composition][cancel]") {
   mock_downstream mock;
