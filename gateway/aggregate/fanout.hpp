@@ -1,5 +1,8 @@
 #pragma once
-// Runs all calls of one request at once under the request's absolute deadline.
+// Runs all calls of one request at once under the request's absolute deadline; in a graph route
+// (aggregate_route::graph: `after`, `when`, `for_each`), each call as soon as what it needs has answered,
+// and a for_each call once per element, in slots of their own (fanout_graph.cpp says how; a flat route
+// pays nothing for it but a test of graph_).
 // The answer may be decided before every call has finished, by the first call in the route's order that
 // passed its answer to the client (passes_to_client) or is required and failed (a 502, 503 or 504):
 // whichever arrives first, the same answers from the downstreams give the client the same answer, and a

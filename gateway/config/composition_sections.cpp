@@ -182,7 +182,8 @@ void resolve_templates(config_parse_state& state, const YAML::Node& node, const 
   }
 }
 
-// The calls in a cycle through `start`, as "a -> b -> a"; empty when there is none.
+// Depth-first from `at`: true when a cycle closes, `stack` then holding the walk, whose last call is the
+// one it came back to.
 bool find_cycle(const aggregate_route& route, std::size_t at, std::vector<int>& mark,
                 std::vector<std::size_t>& stack) {
   mark[at] = 1;
@@ -268,7 +269,9 @@ void check_shaping(config_parse_state& state, const std::vector<YAML::Node>& nod
   }
 }
 
-void read_shaping(yaml_reader& r, call_shaping& out) {
+}  // namespace
+
+void read_route_shaping(yaml_reader& r, call_shaping& out) {
   if (auto m = r.section("rename")) {
     for (const auto& entry : *m) {
       const auto from = entry.first.as<std::string>("");
@@ -282,12 +285,6 @@ void read_shaping(yaml_reader& r, call_shaping& out) {
     }
   }
   r.string_list("omit", out.omit);
-}
-
-}  // namespace
-
-void read_route_shaping(yaml_reader& r, call_shaping& out) {
-  read_shaping(r, out);
 }
 
 void read_call_composition(yaml_reader& r, call_settings& call) {
@@ -314,7 +311,7 @@ void read_call_composition(yaml_reader& r, call_settings& call) {
     if (w.field.text.empty()) r.error_at("when", "when takes one '{param}' or '{call.field}'");
     call.when = std::move(w);
   }
-  read_shaping(r, call.shaping);
+  read_route_shaping(r, call.shaping);  // a call's rename and omit, as a route's
   std::string target;
   if (r.string("target", target)) {
     std::string problem;

@@ -63,7 +63,7 @@ void read_forwarding(yaml_reader& r, server_settings& s);
 // read, the graph checked (names, references, cycles) and the fan-out's slots laid out. `nodes` holds each
 // call's YAML node, aligned with route.calls (for positions). A route's own `rename` and `omit`.
 void read_call_composition(yaml_reader& r, call_settings& call);
-void read_route_shaping(yaml_reader& r, call_shaping& out);
+void read_route_shaping(yaml_reader& r, call_shaping& out);  // rename and omit, of a route or a call
 void check_composition(config_parse_state& state, const std::vector<YAML::Node>& nodes,
                        aggregate_route& route);
 // Whether a "{name}" of a call's path or body template is left to check_composition (a reference to an

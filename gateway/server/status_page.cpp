@@ -90,10 +90,9 @@ json downstream_json(const downstream_instance& d, const status_sample& now, con
   for (std::size_t o = 0; o < outcome_label_count; ++o) {
     const std::uint64_t n = a ? a->calls[o] - (b ? std::min(b->calls[o], a->calls[o]) : 0) : 0;
     outcomes[std::string(outcome_label(o))] = n;
+    if (o == skipped_label) continue;  // left out on purpose (`when`): not a call made
     calls += n;
-    if (o == skipped_label) {
-      continue;  // left out on purpose: not a call made
-    } else if (o == cancelled_label) {
+    if (o == cancelled_label) {
       cancelled += n;
     } else if (o != 0) {
       failed += n;
