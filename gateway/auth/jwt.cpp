@@ -58,6 +58,9 @@ object_text parse_object(std::string_view text, json& out) {
     }
     return true;
   };
+  // nlohmann reads a NUL byte as the end of its input, and would take "{}\0junk" for "{}"; valid JSON
+  // never holds one (not even inside a string, where controls are escaped).
+  if (text.find('\0') != std::string_view::npos) return object_text::not_object;
   out = json::parse(text, callback, false);
   if (out.is_discarded() || !out.is_object() || too_deep) return object_text::not_object;
   return repeated ? object_text::repeated_member : object_text::ok;
