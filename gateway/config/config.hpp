@@ -7,6 +7,7 @@
 #include "gateway/codec/json_object.hpp"
 #include "gateway/codec/json_path.hpp"
 #include "gateway/codec/path_template.hpp"
+#include "gateway/config/edge_settings.hpp"
 #include "gateway/config/route_pattern.hpp"
 #include "gateway/runtime/duration.hpp"
 #include "gateway/tls/tls_settings.hpp"
@@ -287,6 +288,8 @@ struct downstream_settings {
 struct param_settings {
   std::string name;
   bool in_path = false;  // from the route's path template (else from the query); required unless a catch-all
+  // "{jwt.claim}": the claim of the caller's verified token (auth.jwt), never taken from the request.
+  bool from_identity = false;
   bool required = false;
   std::string pattern;                           // as written (RE2 syntax); empty = any value
   std::shared_ptr<const param_pattern> matcher;  // compiled `pattern`; null when empty
@@ -490,6 +493,7 @@ struct aggregate_route {
   std::size_t slots = 0;
   std::vector<std::size_t> slot_owner;
   call_shaping shaping;  // the route's own rename and omit, applied to every call before its own
+  bool verifies_jwt = false;  // the route's auth.jwt: "{jwt.claim}" names a claim of the caller's token
 };
 
 // A route: what it matches and the header policy, then what it is, aggregate or pass-through. The
@@ -502,6 +506,8 @@ struct route_settings {
   // the request sent.
   header_policy headers;
   std::variant<aggregate_route, proxy_route> kind;
+  std::optional<auth_settings> auth;            // who may call it (server/edge_gate.hpp)
+  std::vector<rate_limit_settings> rate_limits;  // how often
 
   const aggregate_route* aggregate() const { return std::get_if<aggregate_route>(&kind); }
   aggregate_route* aggregate() { return std::get_if<aggregate_route>(&kind); }
@@ -519,6 +525,7 @@ struct gateway_config {
   tracing_config tracing;
   std::vector<downstream_settings> downstreams;
   std::vector<route_settings> routes;
+  redis_store_settings redis;  // for rate limits with backend: redis
   // Values taken from a credential's environment variable (${..._TOKEN}, ...): never shown in /config.
   std::vector<std::string> secret_values;
 

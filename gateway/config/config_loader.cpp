@@ -29,7 +29,7 @@ gateway_config read_config(const YAML::Node& root, std::vector<config_error>& er
                            std::vector<config_error>& warnings, bool offline) {
   gateway_config cfg;
   yaml_reader::secret_collector secrets(cfg.secret_values);
-  config_parse_state state{errors, warnings, {}, {}, {}, offline};
+  config_parse_state state{errors, warnings, {}, {}, {}, offline, {}};
   yaml_reader top(root, errors, "top level");
   // Keys that belong to a section, written at the top level.
   top.advise("deadline", "deadline is set per route (routes[].deadline)");
@@ -42,9 +42,11 @@ gateway_config read_config(const YAML::Node& root, std::vector<config_error>& er
   if (auto n = top.section("shutdown")) read_shutdown(state, *n, cfg.shutdown);
   if (auto n = top.section("tracing")) read_tracing(state, *n, cfg.tracing);
   if (auto n = top.section("downstreams")) read_downstreams(state, *n, cfg);
+  if (auto n = top.section("redis")) read_redis(state, *n, cfg.redis);
   if (auto n = top.section("routes", yaml_reader::kind::sequence)) read_routes(state, *n, cfg);
   top.finish();
   check_across_sections(state, cfg);
+  check_edge(state, cfg);
   if (cfg.routes.empty() && errors.empty()) errors.push_back({1, 1, "no routes configured"});
   return cfg;
 }

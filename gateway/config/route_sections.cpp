@@ -27,9 +27,18 @@ std::string object_members(const nlohmann::json& object) {
   return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
 }
 
-bool declared(const aggregate_route& route, const std::string& name) {
-  return std::any_of(route.params.begin(), route.params.end(),
-                     [&](const param_settings& p) { return p.name == name; });
+// Whether `name` is one of the route's parameters. "{jwt.claim}" on a route that verifies a JWT becomes one,
+// filled from the caller's verified token only (never from the request).
+bool declared(aggregate_route& route, const std::string& name) {
+  if (std::any_of(route.params.begin(), route.params.end(),
+                  [&](const param_settings& p) { return p.name == name; }))
+    return true;
+  if (!route.verifies_jwt || !name.starts_with("jwt.") || name.size() == 4) return false;
+  param_settings p;
+  p.name = name;
+  p.from_identity = true;
+  route.params.push_back(std::move(p));
+  return true;
 }
 
 void read_params(config_parse_state& state, const YAML::Node& node, aggregate_route& route) {
@@ -340,13 +349,16 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   if (auto h = r.section("headers"))
     read_header_policy(state, *h, "route", proxy ? policy_owner::proxy_route : policy_owner::route,
                        route.headers);
+  read_route_edge(state, r, cfg, route);
   if (proxy) {
     read_proxy(state, *proxy, cfg, route.kind.emplace<proxy_route>());
     check_proxy_route(r, route);
+    finish_route_edge(r, route);
     r.finish();
     return true;
   }
   read_route_shaping(r, aggregate.shaping);
+  aggregate.verifies_jwt = route.auth && route.auth->jwt;
   if (auto c = r.section("cors")) read_cors(state, *c, route.path, aggregate);
   if (auto h = r.section("response_headers"))
     read_response_header_policy(state, *h, "route", false, aggregate.response_headers);
@@ -360,6 +372,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
     if (!call.effective_headers.empty()) aggregate.has_header_policy = true;
   }
   route.kind = std::move(aggregate);
+  finish_route_edge(r, route);
   r.finish();
   return true;
 }

@@ -104,19 +104,21 @@ void call_headers::append_forwarded(std::string& out, const header_policy& polic
 }
 
 const call_header_fields* call_headers::render(const aggregate_route& route, forwarded_style style,
-                                               const client_headers& client, const client_origin& origin) {
+                                               const client_headers& client, const client_origin& origin,
+                                               std::string_view identity) {
   render_forwarded(style, client, origin);
   const auto n = route.calls.size();
-  if (!route.has_header_policy && forwarded_.empty()) return nullptr;
+  if (!route.has_header_policy && forwarded_.empty() && identity.empty()) return nullptr;
   fields_.assign(n, call_header_fields{});
-  if (!route.has_header_policy) {  // every call carries the forwarded fields alone
+  if (!identity.empty() && !route.has_header_policy) forwarded_ += identity;
+  if (!route.has_header_policy) {  // every call carries the forwarded fields alone (and the identity)
     for (auto& f : fields_) f.headers = forwarded_;
     return fields_.data();
   }
   own_.assign(n, std::string());
   for (std::size_t i = 0; i < n; ++i) {
     const auto& policy = route.calls[i].effective_headers;
-    if (policy.empty()) {
+    if (policy.empty() && identity.empty()) {
       fields_[i].headers = forwarded_;
       continue;
     }
@@ -126,6 +128,7 @@ const call_header_fields* call_headers::render(const aggregate_route& route, for
     }
     for (const auto& f : policy.set) add_field(out, f.name, f.value);
     append_forwarded(out, policy);
+    out += identity;
     fields_[i].headers = out;
   }
   return fields_.data();

@@ -46,8 +46,10 @@ struct client_origin {
 class call_headers {
  public:
   // For each call of `route`; null when no call carries anything (no policy, forwarded: none).
+  // `identity` ("\r\nName: value" each: who the caller is, server/edge_gate.hpp) goes on every call.
   const call_header_fields* render(const aggregate_route& route, forwarded_style style,
-                                   const client_headers& client, const client_origin& origin);
+                                   const client_headers& client, const client_origin& origin,
+                                   std::string_view identity = {});
   // The forwarded fields alone, for a pass-through request: rendered, then appended to `out`
   // ("\r\nName: value" each) but those `policy` removes.
   void forwarded(forwarded_style style, const client_headers& client, const client_origin& origin,

@@ -73,6 +73,8 @@ struct alignas(64) route_part {
   std::array<histogram, methods.size() * status_slots> duration;  // [method * status_slots + slot]
   std::atomic<std::uint64_t> degraded{0};
   std::array<std::atomic<std::uint64_t>, 2> proxy_bytes{};  // request, response
+  std::array<std::atomic<std::uint64_t>, auth_refusal_count> auth_refused{};
+  std::array<std::atomic<std::uint64_t>, std::size(rate_limit_settings::key_labels)> rate_limited{};
 };
 struct alignas(64) downstream_part {
   explicit downstream_part(const histogram_bounds& bounds)
@@ -102,8 +104,10 @@ struct series_parts {
 struct route_series : series_parts<route_part> {
   route_series(std::string p, std::size_t workers, const histogram_bounds& bounds)
       : series_parts(workers, bounds), path(std::move(p)) {}
-  std::string path;    // the route label ("unmatched" for the row of requests no route took)
-  bool proxy = false;  // a pass-through route in some configuration: its bytes are shown (under the lock)
+  std::string path;      // the route label ("unmatched" for the row of requests no route took)
+  bool proxy = false;    // a pass-through route in some configuration: its bytes are shown (under the lock)
+  bool auth = false;     // a route with auth in some configuration: its refusals are shown (under the lock)
+  bool limited = false;  // a route with rate_limit in some configuration (under the lock)
   // Its series shown from the start, at zero: its method (GET for a route of any method) and status 200.
   std::size_t method = method_slot("GET");
 };
@@ -134,6 +138,14 @@ void metric_set::call_done(std::size_t thread_index, std::size_t downstream, std
 
 void metric_set::degraded_response(std::size_t thread_index, std::size_t route) const {
   routes_[route + 1]->parts[thread_index].degraded.fetch_add(1, std::memory_order_relaxed);
+}
+
+void metric_set::auth_refused(std::size_t thread_index, std::size_t route, std::size_t reason) const {
+  routes_[route + 1]->parts[thread_index].auth_refused[reason].fetch_add(1, std::memory_order_relaxed);
+}
+
+void metric_set::rate_limited(std::size_t thread_index, std::size_t route, std::size_t key) const {
+  routes_[route + 1]->parts[thread_index].rate_limited[key].fetch_add(1, std::memory_order_relaxed);
 }
 
 void metric_set::proxy_bytes(std::size_t thread_index, std::size_t route, std::uint64_t request,
@@ -183,6 +195,8 @@ metric_set metrics_registry::series_for(const gateway_config& config) {
         r.routes, [&](const route_series& s) { return s.path == route.path && &s != &r.routes.front(); },
         route.path, workers, durations_);
     if (route.proxy() != nullptr) row->proxy = true;
+    if (route.auth) row->auth = true;
+    if (!route.rate_limits.empty()) row->limited = true;
     if (route.method != "*" && !route.method.empty()) row->method = method_slot(route.method);
     set.routes_.push_back(row);
     auto& calls = set.fallbacks_.emplace_back();
@@ -280,6 +294,27 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
           "gateway_proxy_bytes_total",
           {{"http_route", row.path}, {"direction", d == 0 ? "request" : "response"}},
           static_cast<double>(row.sum([&](const route_part& p) { return counted(p.proxy_bytes[d]); })));
+    }
+  }
+  out.family("gateway_auth_refusals_total", "counter",
+             "Requests a route's auth refused (401, 403, 503 without keys), by reason.");
+  for (const auto& row : r.routes) {
+    if (!row.auth) continue;
+    for (std::size_t k = 0; k < auth_refusal_count; ++k) {
+      out.sample(
+          "gateway_auth_refusals_total", {{"http_route", row.path}, {"reason", auth_refusal_labels[k]}},
+          static_cast<double>(row.sum([&](const route_part& p) { return counted(p.auth_refused[k]); })));
+    }
+  }
+  out.family("gateway_rate_limited_total", "counter",
+             "Requests answered 429 by a route's rate limit, by the kind of the limit's key.");
+  for (const auto& row : r.routes) {
+    if (!row.limited) continue;
+    for (std::size_t k = 0; k < std::size(rate_limit_settings::key_labels); ++k) {
+      out.sample(
+          "gateway_rate_limited_total",
+          {{"http_route", row.path}, {"key", rate_limit_settings::key_labels[k]}},
+          static_cast<double>(row.sum([&](const route_part& p) { return counted(p.rate_limited[k]); })));
     }
   }
   out.family("gateway_fallbacks_total", "counter", "Entries replaced by their fallback.");

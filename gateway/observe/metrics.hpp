@@ -73,6 +73,10 @@ class metric_set {
   void proxy_bytes(std::size_t thread_index, std::size_t route, std::uint64_t request,
                    std::uint64_t response) const;
   void fallback(std::size_t thread_index, std::size_t route, std::size_t call) const;
+  // A route's front door (server/edge_gate.hpp) refused a request: `reason` indexes auth_refusal_labels;
+  // `key` a limit's rate_limit_settings::key_kind.
+  void auth_refused(std::size_t thread_index, std::size_t route, std::size_t reason) const;
+  void rate_limited(std::size_t thread_index, std::size_t route, std::size_t key) const;
 
  private:
   friend class metrics_registry;

@@ -29,8 +29,10 @@
 
 namespace gateway {
 
+class edge_gate;
 class http_downstream;
 class sql_downstream;
+struct edge_keys;
 
 struct downstream_instance {
   downstream_settings settings;  // what it was built from, compared at a reload
@@ -48,6 +50,14 @@ struct config_generation {
   std::vector<std::shared_ptr<downstream_instance>> downstreams;  // aligned with config->downstreams
   metric_set metrics;
   std::unique_ptr<request_handler> handler;
+  // The routes' front doors (server/edge_gate.hpp), by route index; empty when no route has auth or a
+  // rate_limit, null for each route that has neither. `keys`: the key files they read, checked for
+  // changes by the housekeeping thread.
+  std::vector<std::shared_ptr<const edge_gate>> gates;
+  std::shared_ptr<edge_keys> keys;
+  const edge_gate* gate(int route) const {
+    return route >= 0 && !gates.empty() ? gates[static_cast<std::size_t>(route)].get() : nullptr;
+  }
 
   // What the admin thread shows of it.
   std::vector<const sql_downstream*> databases;

@@ -8,6 +8,7 @@
 #include "gateway/downstream/http_result.hpp"
 #include "gateway/downstream/request_head.hpp"
 #include "gateway/server/beast_headers.hpp"
+#include "gateway/server/edge_gate.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/router.hpp"
 #include "gateway/server/tls_client_io.hpp"
@@ -102,7 +103,8 @@ template <class Io>
 class exchange {
  public:
   exchange(Io& io, const config_generation& generation, int route_index, const session_context& ctx,
-           request_control& control, trace_record* trace, boost::asio::yield_context yield)
+           request_control& control, trace_record* trace, const edge_pass* pass,
+           boost::asio::yield_context yield)
       : io_(io),
         route_(generation.config->routes[static_cast<std::size_t>(route_index)]),
         settings_(*route_.proxy()),
@@ -113,6 +115,8 @@ class exchange {
         ctx_(ctx),
         control_(control),
         trace_(trace),
+        gate_(generation.gate(route_index)),
+        pass_(pass),
         yield_(yield),
         buffer_(std::max<std::size_t>(settings_.buffer_bytes, 2048)) {
     control_.attach(&cancel_);
@@ -198,7 +202,9 @@ class exchange {
   const metric_set& series_;
   const session_context& ctx_;
   request_control& control_;
-  trace_record* trace_;  // null: not traced
+  trace_record* trace_;    // null: not traced
+  const edge_gate* gate_;  // the route's front door, null when none: the client fields it drops
+  const edge_pass* pass_;  // the identity it admitted the request with (fields sent on), null when none
   boost::asio::yield_context yield_;
   cancel_source cancel_;
   // First half: bytes read; second half: a body piece parsed out of them. Left uninitialised (no 32 KiB
@@ -361,11 +367,13 @@ std::string exchange<Io>::request_head(const http::request<http::buffer_body>& r
     const auto name = view(field.name_string());
     if (hop_by_hop(req, name) || listed_ci(name, own_request_fields) || removed(name)) continue;
     if (identity_dropped(name, origin, forwarding.forwards())) continue;
+    if (gate_ != nullptr && gate_->drops(name)) continue;  // the caller's identity is the gateway's to say
     if (trace_ != nullptr && (iequals(name, "traceparent") || iequals(name, "tracestate"))) continue;
     head.append("\r\n").append(name).append(": ").append(view(field.value()));
   }
   for (const auto& f : policy.set) head.append("\r\n").append(f.name).append(": ").append(f.value);
   head += forwarded;
+  if (pass_ != nullptr) head += pass_->fields;
   head.append("\r\nX-Request-Id: ").append(request_id_);
   if (trace_ != nullptr) {
     head.append("\r\ntraceparent: ")
@@ -916,16 +924,18 @@ template <class Io>
 proxy_result run_proxy(Io& io, http::request_parser<http::string_body>& parser,
                        const config_generation& generation, int route_index, const session_context& ctx,
                        const client_origin& origin, request_control& control, trace_record* trace,
-                       boost::asio::yield_context yield) {
-  exchange<Io> x(io, generation, route_index, ctx, control, trace, yield);
+                       const edge_pass* pass, boost::asio::yield_context yield) {
+  exchange<Io> x(io, generation, route_index, ctx, control, trace, pass, yield);
   return x.run(parser, origin);
 }
 
 template proxy_result run_proxy(client_io&, http::request_parser<http::string_body>&,
                                 const config_generation&, int, const session_context&, const client_origin&,
-                                request_control&, trace_record*, boost::asio::yield_context);
+                                request_control&, trace_record*, const edge_pass*,
+                                boost::asio::yield_context);
 template proxy_result run_proxy(tls_client_io&, http::request_parser<http::string_body>&,
                                 const config_generation&, int, const session_context&, const client_origin&,
-                                request_control&, trace_record*, boost::asio::yield_context);
+                                request_control&, trace_record*, const edge_pass*,
+                                boost::asio::yield_context);
 
 }  // namespace gateway

@@ -65,6 +65,6 @@ template <class Io>
 proxy_result run_proxy(Io& io, boost::beast::http::request_parser<boost::beast::http::string_body>& parser,
                        const config_generation& generation, int route_index, const session_context& ctx,
                        const client_origin& origin, request_control& control, trace_record* trace,
-                       boost::asio::yield_context yield);
+                       const edge_pass* pass, boost::asio::yield_context yield);
 
 }  // namespace gateway

@@ -10,6 +10,7 @@
 #include "gateway/observe/recent_degraded.hpp"
 #include "gateway/runtime/thread_random.hpp"
 #include "gateway/server/cors.hpp"
+#include "gateway/server/edge_gate.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -227,6 +228,7 @@ outbound_response request_handler::handle(const inbound_request& request, const 
   std::string request_id = make_request_id(request.request_id);
   if (request.method == "OPTIONS") return options(request, route.found, std::move(request_id));
   auto r = route_request(request, route.found, std::move(request_id), thread_index, control, yield);
+  if (request.pass != nullptr) r.fields += request.pass->answer_fields;
   if (r.route >= 0) {
     const auto* aggregate = config_.routes[static_cast<std::size_t>(r.route)].aggregate();
     if (aggregate != nullptr && aggregate->cors)
@@ -385,6 +387,11 @@ outbound_response request_handler::route_request(const inbound_request& request,
       r.route = route_index;
       return r;
     }
+    std::string_view identity;
+    if (request.pass != nullptr) {
+      for (const auto& [param, value] : request.pass->params) params[param] = value;
+      identity = request.pass->fields;
+    }
 
     fanout_request fr;
     fr.route = aggregate;
@@ -399,7 +406,8 @@ outbound_response request_handler::route_request(const inbound_request& request,
     fr.traceparent = valid ? request.traceparent : std::string_view();
     call_headers headers;  // outlives the fan-out, whose calls point into it
     if (request.headers != nullptr)
-      fr.headers = headers.render(*aggregate, config_.server.forwarded, *request.headers, request.origin);
+      fr.headers =
+          headers.render(*aggregate, config_.server.forwarded, *request.headers, request.origin, identity);
     fr.thread_index = thread_index;
     fr.stack_size = config_.server.stack_bytes();
     fr.metrics = &metrics_.of_thread(thread_index);

@@ -21,6 +21,7 @@
 namespace gateway {
 
 class recent_degraded;
+struct edge_pass;
 
 struct inbound_request {
   std::string_view method;
@@ -36,6 +37,7 @@ struct inbound_request {
   client_origin origin;                     // who sent it (forwarded headers)
   trace_record* trace = nullptr;            // the request's spans when it is traced (a client span per call)
   bool brief_calls = false;                 // fill outbound_response::calls (the access log is on)
+  const edge_pass* pass = nullptr;          // admitted by the route's front door (its identity), if any
 };
 
 struct outbound_response {

@@ -142,13 +142,14 @@ std::string extract_params(const route_pattern& pattern, const std::vector<param
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
       // The first occurrence wins; a path parameter is never taken from the query.
-      if (params[i].name != name || seen[i] || params[i].in_path) continue;
+      if (params[i].name != name || seen[i] || params[i].in_path || params[i].from_identity) continue;
       seen[i] = true;
       values[i] = value;
     }
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
+    if (p.from_identity) continue;  // filled from the verified token (server/edge_gate.hpp)
     if (!seen[i] || values[i].empty()) {
       if (p.required) return "missing required parameter '" + p.name + "'";
       continue;

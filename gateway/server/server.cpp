@@ -15,6 +15,7 @@
 #include "gateway/server/acceptor.hpp"
 #include "gateway/server/admin.hpp"
 #include "gateway/server/config_generation.hpp"
+#include "gateway/server/edge_gate.hpp"
 #include "gateway/server/graceful_drain.hpp"
 #include "gateway/server/heartbeat.hpp"
 #include "gateway/server/housekeeping.hpp"
@@ -118,6 +119,7 @@ struct server::impl {
   // The downstream TLS files' check (the watch thread): when it last ran, and what the files held at
   // the last reload it started (a failed one is not tried again until they change again).
   clock::time_point tls_checked{};
+  clock::time_point keys_checked{};
   std::string tls_tried;
   reload_counters reloads;
   status_window status{clock::now()};  // the status page's samples, admin thread only
@@ -135,6 +137,7 @@ struct server::impl {
   reload_report reload();
   void close_retired();
   void check_tls_files();
+  void check_key_files();
   void hand_off_ports();
   void close_listener();
   void stop();
@@ -209,6 +212,17 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
   }
   g->handler =
       std::make_unique<request_handler>(*cfg, std::move(targets), *metrics, g->metrics, &degraded_log);
+  if (std::any_of(cfg->routes.begin(), cfg->routes.end(),
+                  [](const route_settings& r) { return r.auth || !r.rate_limits.empty(); })) {
+    g->keys = std::make_shared<edge_keys>();
+    for (std::size_t i = 0; i < cfg->routes.size(); ++i) {
+      const auto& route = cfg->routes[i];
+      if (route.auth || !route.rate_limits.empty())
+        g->gates.push_back(std::make_shared<edge_gate>(route, i, *g->keys, iocs.size(), g->metrics));
+      else
+        g->gates.emplace_back();
+    }
+  }
   auto json = effective_config_json(*cfg);
   json["version"] = g->version;
   json["restart_pending"] = restart_changes_json(g->restart_pending);
@@ -256,6 +270,15 @@ void server::impl::close_retired() {
 
 // Housekeeping (the watch thread, with server.watch_config): every 5 s, a downstream whose TLS files
 // changed (cert-manager rotated a client certificate or a CA) is built anew by a reload.
+// The routes' key files (JWKS, API keys), read again every 2 s on the watch thread: a changed file's
+// keys replace the old ones without a reload.
+void server::impl::check_key_files() {
+  const auto now = clock::now();
+  if (now - keys_checked < std::chrono::seconds(2)) return;
+  keys_checked = now;
+  if (const auto g = current.load(); g && g->keys) g->keys->check();
+}
+
 void server::impl::check_tls_files() {
   const auto now = clock::now();
   if (now - tls_checked < std::chrono::seconds(5) || state.draining()) return;
@@ -506,6 +529,7 @@ void server::run(const std::function<void()>& on_started) {
         [this] {
           impl_->close_retired();
           if (impl_->config.server.watch_config) impl_->check_tls_files();
+          impl_->check_key_files();
         });
   }
   if (on_started) on_started();

@@ -35,6 +35,7 @@
 #include "gateway/runtime/memory_budget.hpp"
 #include "gateway/server/beast_headers.hpp"
 #include "gateway/server/client_io.hpp"
+#include "gateway/server/edge_gate.hpp"
 #include "gateway/server/proxy_exchange.hpp"
 #include "gateway/server/request_framing.hpp"
 #include "gateway/server/response_head.hpp"
@@ -274,6 +275,11 @@ class connection {
     if (head_read && control_.reason() == cancel_reason::none && refused_at_edge(parser, step)) return false;
     if (ctx_.tracing != nullptr && head_read) begin_trace(parser);
     if (head_read) classify(parser.get(), step);
+    pass_.reset();
+    if (const auto* gate = generation_->gate(step.route.index());
+        gate != nullptr && control_.reason() == cancel_reason::none) {
+      if (auto go_on = refused_by_gate(*gate, parser, step)) return *go_on;
+    }
     if (step.route.kind == request_kind::pass_through) return pass_through_or_refuse(parser, step);
     if (!read.ok && read.ec == http::error::body_limit && control_.reason() == cancel_reason::none) {
       if (!read_body(parser, read, step)) return false;
@@ -285,6 +291,39 @@ class connection {
     step.method = method_of(parser.get());
     if (refused_framing(parser, step)) return false;
     return handle(parser.get(), step);
+  }
+
+  // The route's front door (server/edge_gate.hpp), from the head: nothing when the request is admitted
+  // (pass_ holds its identity); otherwise its refusal is sent and the answer says whether the connection
+  // goes on (it does when the request was read whole).
+  [[gnu::noinline]] std::optional<bool> refused_by_gate(const edge_gate& gate, parser_type& parser,
+                                                        request_step& step) {
+    const auto& req = parser.get();
+    const beast_headers<http::request<http::string_body>> fields(req);
+    std::string client = peer_.address;
+    bool trusted = peer_.trusted;
+    if (client.empty()) {  // not needed for anything else: found now
+      auto peer = peer_of(socket_, ctx_.config->server);
+      client = std::move(peer.address);
+      trusted = peer.trusted;
+    }
+    if (trusted) {
+      const auto forwarded = list_header(req, std::string_view("X-Forwarded-For"), forwarded_for_);
+      if (const auto by_proxy = forwarded_client(forwarded, ctx_.config->server.trusted_proxies);
+          !by_proxy.empty())
+        client = std::string(by_proxy);
+    }
+    pass_.emplace();
+    auto r = gate.check(fields, client, header(req, "X-Request-Id"), ctx_.thread_index, clock::now(), *pass_);
+    if (r.status == 0) return std::nullopt;
+    pass_.reset();
+    step.method = method_of(req);
+    const bool whole = parser.is_done();
+    const bool keep_alive = whole && req.keep_alive() && !ctx_.state->closing();
+    const bool written = send(r, keep_alive, step.method == "HEAD");
+    finish(r, step.method, step.started);
+    body_unread_ = !whole;
+    return written && keep_alive;
   }
 
   [[gnu::noinline]] void begin_trace(parser_type& parser) {
@@ -449,6 +488,7 @@ class connection {
     in.trace = trace_.get();
     in.brief_calls = ctx_.log != nullptr;
     in.accept_encoding = list_header(req, http::field::accept_encoding, accept_encoding_);
+    in.pass = pass_ ? &*pass_ : nullptr;
     return in;
   }
 
@@ -486,7 +526,7 @@ class connection {
     }
     keep_head(req);  // run_proxy takes the head over
     auto result = run_proxy(io_, parser, *generation_, route, ctx_, {peer_.address, peer_.trusted, tls},
-                            control_, trace_.get(), yield_);
+                            control_, trace_.get(), pass_ ? &*pass_ : nullptr, yield_);
     ctx_.state->inflight.fetch_sub(1, std::memory_order_relaxed);
     generation_->metrics.proxy_bytes(ctx_.thread_index, static_cast<std::size_t>(route),
                                      result.uploaded_bytes, result.sent_bytes);
@@ -641,10 +681,11 @@ class connection {
   std::unique_ptr<trace_record> trace_;  // the current request's spans, when tracing is on
   std::optional<parser_type> current_;   // the request being read or handled
   std::unique_ptr<logged_head> kept_head_;
-  std::string trace_hex_;        // the access log's trace id of a traced request
-  std::string forwarded_for_;    // several X-Forwarded-For fields joined (rare)
-  std::string accept_encoding_;  // several Accept-Encoding fields joined (rare)
-  bool body_unread_ = false;     // the connection ends with a request's body not read whole: linger
+  std::string trace_hex_;          // the access log's trace id of a traced request
+  std::string forwarded_for_;      // several X-Forwarded-For fields joined (rare)
+  std::string accept_encoding_;    // several Accept-Encoding fields joined (rare)
+  std::optional<edge_pass> pass_;  // the current request's identity, when its route has a front door
+  bool body_unread_ = false;       // the connection ends with a request's body not read whole: linger
   bool first_request_ = true;
 };
 

@@ -1,0 +1,283 @@
+#include "gateway/server/edge_gate.hpp"
+
+#include "gateway/codec/char_class.hpp"
+#include "gateway/codec/http_text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+namespace gateway {
+
+namespace {
+
+using limit_key = rate_limit_settings::key_kind;
+
+constexpr std::size_t unknown_key_reason = 11;
+constexpr std::size_t no_keys_reason = 12;
+constexpr std::size_t max_key_bytes = 256;       // a longer key value is tracked by its hash
+constexpr std::size_t verified_capacity = 1024;  // tokens per route and I/O thread
+
+// The credential as `source` says, or empty. A bearer token: "Bearer" (any case), spaces, the token.
+std::string credential(const client_headers& headers, const credential_source& source) {
+  std::string value;
+  if (source.from == credential_source::kind::cookie) {
+    std::string cookies;
+    if (!headers.append("cookie", cookies, "; ")) return {};
+    std::string_view rest = cookies;
+    while (!rest.empty()) {
+      const auto end = rest.find(';');
+      auto pair = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      const auto eq = pair.find('=');
+      if (eq != std::string_view::npos && pair.substr(0, eq) == source.name) {
+        auto v = pair.substr(eq + 1);
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+        return std::string(v);
+      }
+    }
+    return {};
+  }
+  if (!headers.append(source.name, value, ",")) return {};
+  if (source.from == credential_source::kind::header) return value;
+  if (value.size() < 7 || !iequals(std::string_view(value).substr(0, 6), "bearer") || value[6] != ' ')
+    return {};
+  const auto start = value.find_first_not_of(' ', 6);
+  return start == std::string::npos ? std::string() : value.substr(start);
+}
+
+std::int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+long long whole_seconds_up(microseconds d) {
+  return (d.count() + 999'999) / 1'000'000;
+}
+
+// A structured-field string (RFC 8941 3.3.3): a limit's name is a token, so nothing needs escaping.
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
+}  // namespace
+
+struct edge_gate::limit {
+  const rate_limit_settings& settings;
+  local_limiter local;
+};
+
+void edge_keys::check() const {
+  for (const auto& f : jwks) f->check();
+  for (const auto& f : api_keys) f->check();
+}
+
+edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_keys& keys,
+                     std::size_t threads, const metric_set& series)
+    : route_(route), route_index_(route_index), series_(series) {
+  if (route.auth && route.auth->jwt) {
+    const auto& j = *route.auth->jwt;
+    for (const auto& f : keys.jwks) {
+      if (f->path() == j.jwks_file) jwks_ = f;
+    }
+    if (!jwks_) {
+      jwks_ = std::make_shared<key_file<jwk_set>>(
+          j.jwks_file, [](std::string_view text, std::string& error) { return jwk_set::parse(text, error); },
+          threads);
+      std::string error;
+      if (!jwks_->load(error)) throw std::runtime_error("route " + route.path + ": auth.jwt: " + error);
+      keys.jwks.push_back(jwks_);
+    }
+    for (const auto& name : j.algorithms) {
+      if (auto a = parse_jwt_algorithm(name)) rules_.algorithms.push_back(*a);
+    }
+    rules_.issuers = j.issuers;
+    rules_.audiences = j.audiences;
+    rules_.leeway = std::chrono::duration_cast<std::chrono::seconds>(j.leeway);
+    rules_.required_claims = j.required_claims;
+    for (const auto& [claim, values] : j.claim_values) rules_.claim_values.push_back({claim, values});
+    const auto want = [&](const std::string& claim) {
+      const auto it = std::find(wanted_.begin(), wanted_.end(), claim);
+      if (it != wanted_.end()) return static_cast<std::size_t>(it - wanted_.begin());
+      wanted_.push_back(claim);
+      return wanted_.size() - 1;
+    };
+    for (const auto& [claim, field] : j.forward_claims) {
+      forwarded_.emplace_back(want(claim), field);
+      dropped_.push_back(field);
+    }
+    if (const auto* aggregate = route.aggregate()) {
+      for (std::size_t i = 0; i < aggregate->params.size(); ++i) {
+        if (aggregate->params[i].from_identity)
+          params_.emplace_back(i, want(aggregate->params[i].name.substr(4)));
+      }
+    }
+    for (const auto& l : route.rate_limits) {
+      if (l.key == limit_key::claim) want(l.key_name);
+    }
+    if (!j.forward_token && j.token.from != credential_source::kind::cookie) dropped_.push_back(j.token.name);
+    for (std::size_t t = 0; t < threads; ++t)
+      verified_.push_back(std::make_unique<verified_tokens>(verified_capacity, rules_.leeway));
+  }
+  if (route.auth && route.auth->api_key) {
+    const auto& a = *route.auth->api_key;
+    for (const auto& f : keys.api_keys) {
+      if (f->path() == a.keys_file) api_keys_ = f;
+    }
+    if (!api_keys_) {
+      api_keys_ = std::make_shared<key_file<api_key_set>>(
+          a.keys_file,
+          [](std::string_view text, std::string& error) { return api_key_set::parse(text, error); }, threads);
+      std::string error;
+      if (!api_keys_->load(error))
+        throw std::runtime_error("route " + route.path + ": auth.api_key: " + error);
+      keys.api_keys.push_back(api_keys_);
+    }
+    if (a.key.from != credential_source::kind::cookie) dropped_.push_back(a.key.name);
+    if (!a.forward_as.empty()) dropped_.push_back(a.forward_as);
+  }
+  for (const auto& l : route.rate_limits) {
+    limits_.push_back(
+        std::unique_ptr<limit>(new limit{l, local_limiter(l.per_second(), l.bucket(), l.max_keys)}));
+    policy_field_ += policy_field_.empty() ? "RateLimit-Policy: " : ", ";
+    const auto window = std::chrono::duration<double>(l.period).count();
+    policy_field_ += quoted(l.name) + ";q=" + std::to_string(std::llround(l.rate)) +
+                     ";w=" + std::to_string(std::max<long long>(1, std::llround(window)));
+  }
+  if (!policy_field_.empty()) policy_field_ += "\r\n";
+}
+
+edge_gate::~edge_gate() = default;
+
+bool edge_gate::drops(std::string_view name) const {
+  return std::any_of(dropped_.begin(), dropped_.end(),
+                     [&](const std::string& d) { return iequals(d, name); });
+}
+
+outbound_response edge_gate::refuse(const request_facts& in, unsigned status, std::size_t reason,
+                                    std::string_view description) const {
+  series_.auth_refused(in.thread, route_index_, reason);
+  auto r = error_response(status,
+                          status == 401   ? "unauthorized"
+                          : status == 403 ? "forbidden"
+                                          : description,
+                          make_request_id(in.incoming_id));
+  r.route = static_cast<int>(route_index_);
+  if (status == 401 || status == 403) {
+    r.fields = "WWW-Authenticate: Bearer realm=\"gateway\"";
+    if (reason != 0) {  // a request with no credential gets no error code (RFC 6750 3.1)
+      r.fields += status == 403 ? ", error=\"insufficient_scope\"" : ", error=\"invalid_token\"";
+      r.fields += ", error_description=\"" + std::string(description) + "\"";
+    }
+    r.fields += "\r\n";
+  }
+  return r;
+}
+
+outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t unix_now,
+                                          std::string& api_key_name, std::vector<std::string>& claims) const {
+  const auto& headers = in.headers;
+  const auto thread = in.thread;
+  if (api_keys_) {
+    const auto presented = credential(headers, route_.auth->api_key->key);
+    if (presented.empty()) return refuse(in, 401, 0, "no API key");
+    const auto* keys = api_keys_->get(thread);
+    const auto* name = keys != nullptr ? keys->find(presented) : nullptr;
+    if (name == nullptr) return refuse(in, 401, unknown_key_reason, "unknown API key");
+    api_key_name = *name;
+    return no_answer();
+  }
+  const auto token = credential(headers, route_.auth->jwt->token);
+  if (token.empty()) return refuse(in, 401, 0, "no token");
+  const auto* keys = jwks_->get(thread);
+  if (keys == nullptr) return refuse(in, 503, no_keys_reason, "the route's keys are not available");
+  auto& cache = *verified_[thread];
+  if (const auto* hit = cache.find(token, *keys, unix_now)) {
+    claims = hit->claims;
+    return no_answer();
+  }
+  auto verdict = verify_jwt(token, *keys, rules_, unix_now, wanted_);
+  if (verdict.failure != jwt_failure::none) {
+    const auto reason = static_cast<std::size_t>(verdict.failure) - 1;
+    return refuse(in, verdict.failure == jwt_failure::forbidden ? 403 : 401, reason, verdict.description);
+  }
+  claims = verdict.claims;
+  cache.insert(token, *keys, verdict);
+  return no_answer();
+}
+
+outbound_response edge_gate::check(const client_headers& headers, std::string_view client,
+                                   std::string_view incoming_id, std::size_t thread, clock::time_point now,
+                                   edge_pass& pass) const {
+  std::string api_key_name;
+  std::vector<std::string> claims;
+  if (route_.auth) {
+    const request_facts in{headers, incoming_id, thread};
+    if (auto r = authenticate(in, unix_seconds(), api_key_name, claims); r.status != 0) return r;
+    for (const auto& [index, field] : forwarded_) {
+      const auto& value = claims[index];
+      if (!value.empty() && value.size() <= 4096 && char_class::all_of(value, char_class::field_text))
+        pass.fields.append("\r\n").append(field).append(": ").append(value);
+    }
+    for (const auto& [param, index] : params_) pass.params.emplace_back(param, claims[index]);
+    if (!api_key_name.empty() && !route_.auth->api_key->forward_as.empty())
+      pass.fields.append("\r\n").append(route_.auth->api_key->forward_as).append(": ").append(api_key_name);
+  }
+  if (limits_.empty()) return no_answer();
+  const limit_verdict* tightest = nullptr;
+  const limit* tightest_limit = nullptr;
+  boost::container::small_vector<limit_verdict, 2> verdicts;
+  verdicts.reserve(limits_.size());
+  std::string key;
+  for (const auto& l : limits_) {
+    const auto& s = l->settings;
+    key.clear();
+    switch (s.key) {
+      case limit_key::client:
+        key = client;
+        break;
+      case limit_key::header:
+        headers.append(s.key_name, key, ",");
+        break;
+      case limit_key::api_key:
+        key = api_key_name;
+        break;
+      case limit_key::claim:
+        key = claims[static_cast<std::size_t>(std::find(wanted_.begin(), wanted_.end(), s.key_name) -
+                                              wanted_.begin())];
+        break;
+      case limit_key::global:
+        break;
+    }
+    if (key.size() > max_key_bytes) key = "#" + std::to_string(std::hash<std::string>{}(key));
+    verdicts.push_back(l->local.admit(key, now));
+    const auto& v = verdicts.back();
+    if (tightest == nullptr || (!v.allowed && tightest->allowed) ||
+        (v.allowed == tightest->allowed && v.remaining < tightest->remaining)) {
+      tightest = &v;
+      tightest_limit = l.get();
+    }
+    if (!v.allowed) break;  // the later limits keep their tokens
+  }
+  std::string fields = policy_field_;
+  fields += "RateLimit: " + quoted(tightest_limit->settings.name) +
+            ";r=" + std::to_string(static_cast<long long>(tightest->remaining)) +
+            ";t=" + std::to_string(whole_seconds_up(tightest->reset)) + "\r\n";
+  if (tightest->allowed) {
+    pass.answer_fields = std::move(fields);
+    return no_answer();
+  }
+  series_.rate_limited(thread, route_index_, static_cast<std::size_t>(tightest_limit->settings.key));
+  auto r = error_response(429, "too many requests: limit '" + tightest_limit->settings.name + "'",
+                          make_request_id(incoming_id));
+  r.route = static_cast<int>(route_index_);
+  r.fields = std::move(fields);
+  r.fields +=
+      "Retry-After: " + std::to_string(std::max<long long>(1, whole_seconds_up(tightest->retry_after))) +
+      "\r\n";
+  return r;
+}
+
+}  // namespace gateway
