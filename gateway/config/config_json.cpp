@@ -2,6 +2,8 @@
 
 #include "gateway/config/config_values.hpp"
 
+#include <cstdio>
+
 namespace gateway {
 
 std::string format_listen(const listen_address& a) {
@@ -142,12 +144,58 @@ void add_composition(const call_settings& c, nlohmann::json& j) {
   add_shaping(c.shaping, j);
 }
 
+nlohmann::json credential_json(const credential_source& c) {
+  if (c.from == credential_source::kind::cookie) return {{"cookie", c.name}};
+  return {{"header", c.name}};
+}
+
+// A route's auth and rate limits (config/edge_settings.hpp); keys files are named, never shown.
+void add_edge(const route_settings& r, nlohmann::json& j) {
+  if (r.auth && r.auth->jwt) {
+    const auto& a = *r.auth->jwt;
+    nlohmann::json jwt{{"jwks_file", a.jwks_file},
+                       {"algorithms", a.algorithms},
+                       {"issuers", a.issuers},
+                       {"audiences", a.audiences},
+                       {"leeway", format_duration(a.leeway)},
+                       {"required_claims", a.required_claims},
+                       {"token", credential_json(a.token)},
+                       {"forward_token", a.forward_token}};
+    jwt["claim_values"] = nlohmann::json::object();
+    for (const auto& [claim, values] : a.claim_values) jwt["claim_values"][claim] = values;
+    jwt["forward_claims"] = nlohmann::json::object();
+    for (const auto& [claim, field] : a.forward_claims) jwt["forward_claims"][claim] = field;
+    j["auth"]["jwt"] = std::move(jwt);
+  }
+  if (r.auth && r.auth->api_key) {
+    const auto& a = *r.auth->api_key;
+    j["auth"]["api_key"] = {{"header", a.key.name}, {"keys_file", a.keys_file}};
+    if (!a.forward_as.empty()) j["auth"]["api_key"]["forward_as"] = a.forward_as;
+  }
+  if (r.rate_limits.empty()) return;
+  j["rate_limit"] = nlohmann::json::array();
+  for (const auto& l : r.rate_limits) {
+    std::string key(rate_limit_settings::key_labels[static_cast<std::size_t>(l.key)]);
+    if (l.key == rate_limit_settings::key_kind::header) key = "header:" + l.key_name;
+    if (l.key == rate_limit_settings::key_kind::claim) key = "jwt." + l.key_name;
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", l.rate);
+    j["rate_limit"].push_back({{"name", l.name},
+                               {"key", key},
+                               {"rate", std::string(rate) + "/" + format_duration(l.period)},
+                               {"burst", l.bucket()},
+                               {"backend", l.redis ? "redis" : "local"},
+                               {"max_keys", l.max_keys}});
+  }
+}
+
 nlohmann::json route_json(const route_settings& r) {
   nlohmann::json j;
   j["path"] = r.path;
   j["method"] = r.method;
   if (r.pattern.type() == route_pattern::kind::prefix) j["path_prefix"] = true;
   if (!r.headers.empty()) j["headers"] = headers_json(r.headers);
+  add_edge(r, j);
   if (const auto* p = r.proxy()) {
     j["proxy"] = {{"downstream", p->downstream},
                   {"timeout", format_duration(p->timeout)},
@@ -172,6 +220,7 @@ nlohmann::json route_json(const route_settings& r) {
   }
   j["params"] = nlohmann::json::object();
   for (const auto& p : a.params) {
+    if (p.from_identity) continue;  // "{jwt.claim}": the token's, shown in the call's path
     nlohmann::json param{{"required", p.required}};
     if (p.in_path) param["in_path"] = true;
     if (!p.pattern.empty()) param["pattern"] = p.pattern;
@@ -291,6 +340,14 @@ nlohmann::json effective_config_json(const gateway_config& c) {
   for (const auto& d : c.downstreams) j["downstreams"][d.name] = downstream_json(d);
   j["routes"] = nlohmann::json::array();
   for (const auto& r : c.routes) j["routes"].push_back(route_json(r));
+  if (c.redis.enabled) {
+    j["redis"] = {{"url", "<redacted>"},
+                  {"timeout", format_duration(c.redis.timeout)},
+                  {"connect_timeout", format_duration(c.redis.connect_timeout)},
+                  {"pool", c.redis.pool},
+                  {"expected_replicas", c.redis.expected_replicas},
+                  {"key_prefix", c.redis.key_prefix}};
+  }
   redact_secrets(j, c.secret_values);
   return j;
 }
