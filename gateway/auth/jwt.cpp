@@ -1,5 +1,6 @@
 #include "gateway/auth/jwt.hpp"
 
+#include "gateway/auth/unix_seconds.hpp"
 #include "gateway/codec/base64url.hpp"
 #include "gateway/codec/json_path.hpp"
 
@@ -76,12 +77,6 @@ std::int64_t whole_seconds(const json& number, bool up) {
   if (d >= 9.2e18) return max;  // beyond these, int64 cannot hold the value
   if (d <= -9.2e18) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(d);
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-  std::int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
 bool listed(const std::vector<std::string>& list, const json& value) {

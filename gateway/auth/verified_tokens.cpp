@@ -1,5 +1,7 @@
 #include "gateway/auth/verified_tokens.hpp"
 
+#include "gateway/auth/unix_seconds.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -9,12 +11,6 @@ namespace {
 
 constexpr auto int64_min = std::numeric_limits<std::int64_t>::min();
 constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-  std::int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? int64_max : int64_min;
-}
 
 }  // namespace
 
