@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace gateway;
@@ -208,4 +210,21 @@ TEST_CASE("jwt: the kid picks the key; without one, exactly one key must fit", "
   // No key fits EdDSA in that set.
   CHECK(failure_of(jwt_test::token(k.ed.get(), "EdDSA", R"({"alg":"EdDSA"})", claims), *two) ==
         jwt_failure::unknown_kid);
+}
+
+TEST_CASE("jwt: threads verify with one shared key set at once", "[jwt]") {
+  const auto cases = algorithm_cases();
+  std::vector<std::string> tokens;
+  for (const auto& c : cases) tokens.push_back(token_for(c));
+  std::atomic<int> accepted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 10; ++round) {
+        for (const auto& token : tokens) accepted += failure_of(token) == jwt_failure::none;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(accepted == static_cast<int>(4 * 10 * tokens.size()));
 }
