@@ -42,7 +42,7 @@ FROM ${RUNTIME_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-      libboost-context1.81.0 libfmt9 libspdlog1.10 libyaml-cpp0.7 libpq5 libsqlite3-0 libssl3 libre2-9 \
+      libboost-context1.81.0 libfmt9 libspdlog1.10 libyaml-cpp0.7 libpq5 libsqlite3-0 libssl3 libre2-9 libhiredis0.14 \
       libboost-url1.81.0 zlib1g \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \

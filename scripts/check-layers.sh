@@ -7,6 +7,7 @@
 #               content codings, addresses
 #   tls         OpenSSL contexts and the TLS settings they are built from, and their reload
 #   auth        JSON Web Tokens: key sets (JWKS), signature and claim verification, verified-token caches
+#   limit       cluster-wide rate limiting over Redis (its links, settings and the GCRA script)
 #   config      the configuration model and its loader
 #   trace       trace context and the spans one request records (no export)
 #   downstream  calls to HTTP downstreams: pools, attempts, breakers, caches, the call vocabulary
@@ -17,7 +18,7 @@
 #   app         main()
 set -euo pipefail
 cd "$(dirname "$0")/.."
-layers=(runtime codec tls auth config trace downstream sql observe aggregate server app)
+layers=(runtime codec tls auth limit config trace downstream sql observe aggregate server app)
 declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 

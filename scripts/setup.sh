@@ -2,8 +2,8 @@
 # Installs the Debian 12 packages of the named groups (only those missing). Idempotent.
 #   scripts/setup.sh [GROUP...]     default: build test
 #   build   compiler, CMake, Ninja, ccache and the libraries (what the Dockerfile's build stage needs)
-#   test    the test suite: Catch2, PostgreSQL (throwaway clusters), sqlite3, curl, python3-h11 (conformance),
-#           python3-jsonschema and python3-yaml (the configuration schema), openssl, Node.js and npm (the
+#   test    the test suite: Catch2, PostgreSQL and redis-server (throwaway servers), sqlite3, curl, python3-h11
+#           (conformance),#           python3-jsonschema and python3-yaml (the configuration schema), openssl, Node.js and npm (the
 #           OTLP receiver of tests/tracing), prometheus (promtool and the server, tests/monitoring), chromium
 #           and chromium-driver (the status page's browser test)
 #   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3; loadtest/instructions.sh: valgrind
@@ -16,8 +16,8 @@ declare -A groups=(
   [build]="g++ cmake ninja-build ccache pkg-config
     libboost1.81-dev libboost-context1.81-dev libboost-url1.81-dev
     nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev
-    libssl-dev zlib1g-dev libpq-dev libsqlite3-dev libre2-dev sqlite3"
-  [test]="catch2 postgresql sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl nodejs npm prometheus
+    libssl-dev zlib1g-dev libpq-dev libsqlite3-dev libre2-dev libhiredis-dev sqlite3"
+  [test]="catch2 postgresql redis-server sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl nodejs npm prometheus
     chromium chromium-driver"
   [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
   [bench]="wrk gnuplot-nox curl sqlite3 valgrind"
