@@ -189,7 +189,8 @@ TEST_CASE("redis limiter: rate 10/s burst 5 admits 5 at once from idle, then one
   CHECK(r.after_wait.remaining == 0);
 }
 
-TEST_CASE("redis limiter: a cost of 3 takes 3 tokens; a cost above the burst is never admitted", "[redis]") {
+TEST_CASE("redis limiter: a cost of 3 takes 3 tokens and a cost above the burst is never admitted",
+          "[redis]") {
   redis_server server;
   io_runner thread;
   auto limiter = make_limiter({&thread}, settings_of(server));
@@ -310,7 +311,7 @@ TEST_CASE("redis limiter: over TLS, verified against the server's CA", "[redis]"
   }
 }
 
-TEST_CASE("redis limiter: a killed server is unavailable at once; restarted on its port, admits again",
+TEST_CASE("redis limiter: a killed server is unavailable at once and once restarted on its port admits again",
           "[redis]") {
   redis_server server;
   io_runner thread;
