@@ -154,7 +154,8 @@ void redis_link::run(net::yield_context yield) {
     reader_.reset(redisReaderCreate());
     if (!reader_) throw std::bad_alloc();
     enter(state::ready);
-    // Sent ahead of the first callers' commands, in the same write: no round trip of their own.
+    // Queued first, so they go out at once; callers' commands follow without waiting for their replies
+    // (no round trip of their own), and an error reply to them fails those callers with the link.
     const auto now = clock::now();
     if (!settings_.password.empty()) {
       queued_ += settings_.username.empty() ? redis_command({"AUTH", settings_.password})
