@@ -20,7 +20,8 @@
 //
 // Threads: one redis_link (or `connections_per_thread`) per I/O thread; admit() runs in a request's
 // coroutine on I/O thread `thread_index` and uses only that thread's links. The limiter must outlive the
-// requests that use it; its links outlive it until their coroutines end (see redis_link.hpp).
+// requests that use it, and be destroyed before the io_contexts (its destructor posts each link's close()
+// to them); its links outlive it until their coroutines end (see redis_link.hpp).
 
 #include "gateway/limit/redis_link.hpp"
 #include "gateway/limit/redis_settings.hpp"
