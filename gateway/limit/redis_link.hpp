@@ -87,7 +87,8 @@ struct redis_link_counts {
 
 class redis_link : public std::enable_shared_from_this<redis_link> {
  public:
-  // `tls` (null for plain TCP) must outlive the link; `settings.host` is resolved on each connect.
+  // `tls`: the context TLS connections are made from, shared by the links (null: plain TCP).
+  // `settings.host` is resolved on each connect.
   redis_link(boost::asio::any_io_executor ex, const redis_settings& settings,
              std::shared_ptr<const tls_client_context> tls);
   redis_link(const redis_link&) = delete;
