@@ -7,7 +7,7 @@
 #               content codings, addresses
 #   tls         OpenSSL contexts and the TLS settings they are built from, and their reload
 #   auth        JSON Web Tokens: key sets (JWKS), signature and claim verification, verified-token caches
-#   limit       cluster-wide rate limiting over Redis (its links, settings and the GCRA script)
+#   limit       rate limiting: local token buckets, and cluster-wide over Redis (links, settings, GCRA script)
 #   config      the configuration model and its loader
 #   trace       trace context and the spans one request records (no export)
 #   downstream  calls to HTTP downstreams: pools, attempts, breakers, caches, the call vocabulary

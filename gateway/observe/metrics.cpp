@@ -75,6 +75,7 @@ struct alignas(64) route_part {
   std::array<std::atomic<std::uint64_t>, 2> proxy_bytes{};  // request, response
   std::array<std::atomic<std::uint64_t>, auth_refusal_count> auth_refused{};
   std::array<std::atomic<std::uint64_t>, std::size(rate_limit_settings::key_labels)> rate_limited{};
+  std::atomic<std::uint64_t> limit_fallbacks{0};
 };
 struct alignas(64) downstream_part {
   explicit downstream_part(const histogram_bounds& bounds)
@@ -146,6 +147,10 @@ void metric_set::auth_refused(std::size_t thread_index, std::size_t route, std::
 
 void metric_set::rate_limited(std::size_t thread_index, std::size_t route, std::size_t key) const {
   routes_[route + 1]->parts[thread_index].rate_limited[key].fetch_add(1, std::memory_order_relaxed);
+}
+
+void metric_set::limit_fallback(std::size_t thread_index, std::size_t route) const {
+  routes_[route + 1]->parts[thread_index].limit_fallbacks.fetch_add(1, std::memory_order_relaxed);
 }
 
 void metric_set::proxy_bytes(std::size_t thread_index, std::size_t route, std::uint64_t request,
@@ -316,6 +321,13 @@ void metrics_registry::render(prometheus_writer& out, std::size_t active_request
           {{"http_route", row.path}, {"key", rate_limit_settings::key_labels[k]}},
           static_cast<double>(row.sum([&](const route_part& p) { return counted(p.rate_limited[k]); })));
     }
+  }
+  out.family("gateway_rate_limit_fallbacks_total", "counter",
+             "Decisions of backend: redis limits taken by their local fallback bucket (Redis slow or down).");
+  for (const auto& row : r.routes) {
+    if (!row.limited) continue;
+    out.sample("gateway_rate_limit_fallbacks_total", {{"http_route", row.path}},
+               static_cast<double>(row.sum([&](const route_part& p) { return counted(p.limit_fallbacks); })));
   }
   out.family("gateway_fallbacks_total", "counter", "Entries replaced by their fallback.");
   for (const auto& row : r.fallbacks) {

@@ -77,6 +77,8 @@ class metric_set {
   // `key` a limit's rate_limit_settings::key_kind.
   void auth_refused(std::size_t thread_index, std::size_t route, std::size_t reason) const;
   void rate_limited(std::size_t thread_index, std::size_t route, std::size_t key) const;
+  // A limit with backend: redis decided by its local fallback bucket (Redis slow or down).
+  void limit_fallback(std::size_t thread_index, std::size_t route) const;
 
  private:
   friend class metrics_registry;

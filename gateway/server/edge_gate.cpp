@@ -7,6 +7,9 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <utility>
+
+#include <spdlog/spdlog.h>
 
 namespace gateway {
 
@@ -64,10 +67,36 @@ std::string quoted(std::string_view s) {
 
 }  // namespace
 
+// A limit's buckets: the local one (backend: local), or with backend: redis, the fallback used while
+// Redis does not answer, sized rate / expected_replicas.
 struct edge_gate::limit {
   const rate_limit_settings& settings;
-  local_limiter local;
+  mutable local_limiter local;  // thread-safe itself
+  std::string redis_key;        // the store's prefix, the route and the limit's name: the key's own follows
 };
+
+namespace {
+
+// At most one line a second per I/O thread says that limits fall back, with how many did meanwhile.
+void log_fallback(std::string_view route, std::string_view limit, redis_status state) {
+  struct pace {
+    clock::time_point next{};
+    std::uint64_t left_out = 0;
+  };
+  thread_local pace p;
+  const auto now = clock::now();
+  if (now < p.next) {
+    ++p.left_out;
+    return;
+  }
+  p.next = now + std::chrono::seconds(1);
+  spdlog::warn(
+      "rate limit '{}' of route {}: redis {}, the local fallback bucket decides{}", limit, route,
+      state == redis_status::timeout ? "did not answer in time" : "is unavailable",
+      p.left_out != 0 ? "; " + std::to_string(std::exchange(p.left_out, 0)) + " more not logged" : "");
+}
+
+}  // namespace
 
 void edge_keys::check() const {
   for (const auto& f : jwks) f->check();
@@ -75,8 +104,9 @@ void edge_keys::check() const {
 }
 
 edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_keys& keys,
-                     std::size_t threads, const metric_set& series)
-    : route_(route), route_index_(route_index), series_(series) {
+                     std::size_t threads, const metric_set& series, redis_limiter* redis,
+                     const redis_store_settings& store)
+    : route_(route), route_index_(route_index), series_(series), redis_(redis), store_(store) {
   if (route.auth && route.auth->jwt) {
     const auto& j = *route.auth->jwt;
     for (const auto& f : keys.jwks) {
@@ -139,8 +169,11 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     if (!a.forward_as.empty()) dropped_.push_back(a.forward_as);
   }
   for (const auto& l : route.rate_limits) {
-    limits_.push_back(
-        std::unique_ptr<limit>(new limit{l, local_limiter(l.per_second(), l.bucket(), l.max_keys)}));
+    if (l.redis && redis == nullptr) throw std::runtime_error("route " + route.path + ": no redis store");
+    const double share = l.redis ? static_cast<double>(store.expected_replicas) : 1.0;
+    limits_.push_back(std::unique_ptr<limit>(new limit{
+        l, local_limiter(l.per_second() / share, std::max(1.0, l.bucket() / share), l.max_keys),
+        l.redis ? store.key_prefix + route.method + " " + route.path + ":" + l.name + ":" : std::string()}));
     policy_field_ += policy_field_.empty() ? "RateLimit-Policy: " : ", ";
     const auto window = std::chrono::duration<double>(l.period).count();
     policy_field_ += quoted(l.name) + ";q=" + std::to_string(std::llround(l.rate)) +
@@ -208,8 +241,29 @@ outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t 
   return no_answer();
 }
 
+limit_verdict edge_gate::admit_shared(const limit& l, std::string_view key, std::size_t thread,
+                                      clock::time_point now, clock::time_point deadline,
+                                      boost::asio::yield_context yield) const {
+  const auto within = std::min(deadline, now + store_.timeout);
+  const auto shared =
+      redis_->admit(thread, l.redis_key + std::string(key),
+                    gcra_limit{l.settings.per_second(), l.settings.bucket(), 1}, within, yield);
+  if (shared.state == redis_status::ok) {
+    limit_verdict v;
+    v.allowed = shared.allowed;
+    v.remaining = static_cast<double>(std::max<std::int64_t>(0, shared.remaining));
+    v.retry_after = std::chrono::duration_cast<microseconds>(shared.retry_after);
+    v.reset = std::chrono::duration_cast<microseconds>(shared.reset);
+    return v;
+  }
+  series_.limit_fallback(thread, route_index_);
+  log_fallback(route_.path, l.settings.name, shared.state);
+  return l.local.admit(key, clock::now());
+}
+
 outbound_response edge_gate::check(const client_headers& headers, std::string_view client,
                                    std::string_view incoming_id, std::size_t thread, clock::time_point now,
+                                   clock::time_point deadline, boost::asio::yield_context yield,
                                    edge_pass& pass) const {
   std::string api_key_name;
   std::vector<std::string> claims;
@@ -252,7 +306,8 @@ outbound_response edge_gate::check(const client_headers& headers, std::string_vi
         break;
     }
     if (key.size() > max_key_bytes) key = "#" + std::to_string(std::hash<std::string>{}(key));
-    verdicts.push_back(l->local.admit(key, now));
+    verdicts.push_back(s.redis ? admit_shared(*l, key, thread, now, deadline, yield)
+                               : l->local.admit(key, now));
     const auto& v = verdicts.back();
     if (tightest == nullptr || (!v.allowed && tightest->allowed) ||
         (v.allowed == tightest->allowed && v.remaining < tightest->remaining)) {

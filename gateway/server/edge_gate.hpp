@@ -21,6 +21,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/downstream/call_headers.hpp"
 #include "gateway/limit/local_limiter.hpp"
+#include "gateway/limit/redis_limiter.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/server/request_handler.hpp"
 
@@ -49,9 +50,10 @@ struct edge_keys {
 
 class edge_gate {
  public:
-  // Throws std::runtime_error when a key file cannot be read at load.
+  // Throws std::runtime_error when a key file cannot be read at load. `redis` (the server's, for limits
+  // with backend: redis; null when the configuration has no redis section) outlives the gate.
   edge_gate(const route_settings& route, std::size_t route_index, edge_keys& keys, std::size_t threads,
-            const metric_set& series);
+            const metric_set& series, redis_limiter* redis, const redis_store_settings& store);
   edge_gate(const edge_gate&) = delete;
   edge_gate& operator=(const edge_gate&) = delete;
   ~edge_gate();
@@ -59,8 +61,12 @@ class edge_gate {
   // Status 0 when admitted (then `pass` is filled); otherwise the refusal to send. `client` is the
   // client's address as the gateway trusts it (a trusted proxy's X-Forwarded-For honoured); `incoming_id`
   // the request's X-Request-Id (make_request_id).
+  // A limit with backend: redis asks Redis within the store's timeout (and `deadline`, the request's
+  // own), suspending the request's coroutine (`yield`); when Redis does not answer in time or is down,
+  // the limit's local fallback bucket (rate / expected_replicas) decides instead.
   outbound_response check(const client_headers& headers, std::string_view client,
                           std::string_view incoming_id, std::size_t thread, clock::time_point now,
+                          clock::time_point deadline, boost::asio::yield_context yield,
                           edge_pass& pass) const;
 
   // The client fields a pass-through request must not pass on: the identity fields the gateway writes,
@@ -78,6 +84,8 @@ class edge_gate {
                                  std::vector<std::string>& claims) const;
   outbound_response refuse(const request_facts& in, unsigned status, std::size_t reason,
                            std::string_view description) const;
+  limit_verdict admit_shared(const limit& l, std::string_view key, std::size_t thread, clock::time_point now,
+                             clock::time_point deadline, boost::asio::yield_context yield) const;
 
   const route_settings& route_;
   const std::size_t route_index_;
@@ -91,6 +99,8 @@ class edge_gate {
   std::vector<std::string> dropped_;
   std::vector<std::unique_ptr<verified_tokens>> verified_;  // one per I/O thread
   std::vector<std::unique_ptr<limit>> limits_;
+  redis_limiter* redis_;
+  const redis_store_settings& store_;
   std::string policy_field_;  // "RateLimit-Policy: ...\r\n"
 };
 

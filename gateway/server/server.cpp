@@ -5,6 +5,7 @@
 #include "gateway/config/restart_changes.hpp"
 #include "gateway/downstream/host_resolver.hpp"
 #include "gateway/downstream/http_downstream.hpp"
+#include "gateway/limit/redis_limiter.hpp"
 #include "gateway/observe/logging.hpp"
 #include "gateway/observe/metrics.hpp"
 #include "gateway/observe/recent_degraded.hpp"
@@ -107,6 +108,9 @@ struct server::impl {
   std::vector<std::shared_ptr<downstream_instance>> every_downstream;
   std::vector<std::pair<std::weak_ptr<const config_generation>, std::shared_ptr<downstream_instance>>>
       retiring;
+  // The Redis store of backend: redis limits (configuration's redis section, as at the start), made
+  // before the first generation; destroyed before the io_contexts, which its links run on.
+  std::unique_ptr<redis_limiter> redis;
   std::unique_ptr<metrics_registry> metrics;
   recent_degraded degraded_log;  // written by the request handlers, read by the status page
   std::unique_ptr<access_log> log;
@@ -218,7 +222,8 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
     for (std::size_t i = 0; i < cfg->routes.size(); ++i) {
       const auto& route = cfg->routes[i];
       if (route.auth || !route.rate_limits.empty())
-        g->gates.push_back(std::make_shared<edge_gate>(route, i, *g->keys, iocs.size(), g->metrics));
+        g->gates.push_back(std::make_shared<edge_gate>(route, i, *g->keys, iocs.size(), g->metrics,
+                                                       redis.get(), cfg->redis));
       else
         g->gates.emplace_back();
     }
@@ -419,6 +424,29 @@ void server::impl::stop() {
   }
 }
 
+namespace {
+
+// The Redis store's links, one set per I/O thread. Throws std::runtime_error when its settings are bad.
+std::unique_ptr<redis_limiter> make_redis_store(const redis_store_settings& store,
+                                                const std::vector<net::io_context*>& iocs) {
+  std::string error;
+  auto settings = parse_redis_url(store.url, error);
+  if (!settings) throw std::runtime_error("redis.url: " + error);
+  settings->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(store.timeout);
+  settings->connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(store.connect_timeout);
+  settings->connections_per_thread = store.pool;
+  settings->ca_file = store.tls.ca_file;
+  settings->verify = store.tls.verify;
+  if (!store.tls.server_name.empty()) settings->server_name = store.tls.server_name;
+  std::vector<boost::asio::any_io_executor> executors;
+  for (auto* ioc : iocs) executors.push_back(ioc->get_executor());
+  auto limiter = redis_limiter::make(executors, *settings, error);
+  if (!limiter) throw std::runtime_error("redis: " + error);
+  return limiter;
+}
+
+}  // namespace
+
 server::server(const gateway_config& config, const std::string& version) : impl_(std::make_unique<impl>()) {
   impl_->config = config;
   const auto& cfg = impl_->config;
@@ -432,6 +460,7 @@ server::server(const gateway_config& config, const std::string& version) : impl_
     impl_->io_thread_states.push_back(std::make_unique<io_thread_state>());
     impl_->iocs.push_back(&impl_->io_thread_states.back()->ioc);
   }
+  if (cfg.redis.enabled) impl_->redis = make_redis_store(cfg.redis, impl_->iocs);
   impl_->metrics = std::make_unique<metrics_registry>(threads, cfg.server.tls.enabled, duration_bounds(cfg));
   warn_uncovered_deadlines(cfg, impl_->metrics->duration_bounds());
   if (cfg.log.access) impl_->log = std::make_unique<access_log>(cfg.log.format, threads);

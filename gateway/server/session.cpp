@@ -314,7 +314,14 @@ class connection {
         client = std::string(by_proxy);
     }
     pass_.emplace();
-    auto r = gate.check(fields, client, header(req, "X-Request-Id"), ctx_.thread_index, clock::now(), *pass_);
+    const auto now = clock::now();
+    // A limit's Redis round trip is bounded by the store's timeout, and by the route's deadline.
+    const auto* aggregate =
+        generation_->config->routes[static_cast<std::size_t>(step.route.index())].aggregate();
+    const auto deadline =
+        aggregate != nullptr ? step.received + aggregate->deadline : now + limits_.header_timeout;
+    auto r = gate.check(fields, client, header(req, "X-Request-Id"), ctx_.thread_index, now, deadline, yield_,
+                        *pass_);
     if (r.status == 0) return std::nullopt;
     pass_.reset();
     step.method = method_of(req);
