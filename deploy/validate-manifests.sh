@@ -45,7 +45,7 @@ while IFS= read -r kustomization; do
   kubectl kustomize "$dir" >"$out"
   rendered+=("$out")
   echo "render: deploy/$rel -> $out ($(grep -c '^kind: ' "$out") objects)"
-done < <(find "$deploy_dir" -name node_modules -prune -o -name kustomization.yaml -print | sort)
+done < <(find "$deploy_dir" \( -name node_modules -o -name components \) -prune -o -name kustomization.yaml -print | sort)
 [[ -f "$render_dir/rendered-base.yaml" && -f "$render_dir/rendered-postgres.yaml" ]] || {
   echo "render: deploy/base or deploy/overlays/postgres missing" >&2
   exit 1
@@ -87,6 +87,8 @@ for out in "${rendered[@]}"; do
   refs=$(secret_refs "$out" | sed -E 's/(gateway-env)-[a-z0-9]+/\1-HASH/g')
   case "$(basename "$out")" in
     rendered-postgres.yaml) expected="Deployment/gateway gateway DB_PASSWORD=gateway-db/password" ;;
+    rendered-edge.yaml)
+      expected=$'Deployment/gateway gateway REDIS_PASSWORD=gateway-redis/password\nDeployment/gateway-redis redis REDIS_PASSWORD=gateway-redis/password' ;;
     rendered-examples-own-config.yaml)
       expected=$'Secret/gateway-env-HASH rendered\nDeployment/gateway gateway envFrom=gateway-env-HASH' ;;
     *) expected="" ;;

@@ -73,25 +73,7 @@ void read_jwt(config_parse_state& state, const YAML::Node& node, const gateway_c
               const std::string& what, jwt_settings& j) {
   yaml_reader r(node, state.errors, what + ".jwt");
   if (!r.valid()) return;
-  const bool file = r.string("jwks_file", j.jwks_file);
-  const bool fetched = r.string("jwks_downstream", j.jwks_downstream);
-  if (file == fetched) {
-    r.error_here("jwt needs its keys from either jwks_file or jwks_downstream");
-  } else if (fetched) {
-    const auto* d = cfg.find_downstream(j.jwks_downstream);
-    if (d == nullptr || d->kind != downstream_kind::http) {
-      r.error_at("jwks_downstream", "'" + j.jwks_downstream + "' is not an HTTP downstream");
-    } else {
-      j.jwks_downstream_index = static_cast<std::size_t>(d - cfg.downstreams.data());
-    }
-  }
-  if (r.string("jwks_path", j.jwks_path) && (j.jwks_path.empty() || j.jwks_path.front() != '/' ||
-                                             !char_class::all_of(j.jwks_path, char_class::field_text) ||
-                                             j.jwks_path.find(' ') != std::string::npos)) {
-    r.error_at("jwks_path", "jwks_path must be a path starting with '/'");
-  }
-  r.duration("refresh", j.refresh);
-  r.duration("min_refresh", j.min_refresh);
+  r.string("jwks_file", j.jwks_file, true);
   if (r.string_list("algorithms", j.algorithms)) {
     for (const auto& a : j.algorithms) {
       if (std::find(jwt_algorithm_names.begin(), jwt_algorithm_names.end(), a) == jwt_algorithm_names.end())

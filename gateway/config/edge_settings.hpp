@@ -27,15 +27,9 @@ struct credential_source {
 };
 
 // `auth.jwt`: a signed JWT (RS256/384/512, PS256, ES256/384, EdDSA), its keys from a JWKS file (read again
-// when it changes) or fetched through an HTTP downstream (every `refresh`, and on an unknown kid at most
-// once per `min_refresh`).
+// when it changes).
 struct jwt_settings {
   std::string jwks_file;
-  std::string jwks_downstream;  // an https downstream of the configuration
-  std::size_t jwks_downstream_index = 0;
-  std::string jwks_path = "/.well-known/jwks.json";
-  microseconds refresh = std::chrono::minutes(5);
-  microseconds min_refresh = std::chrono::seconds(5);
   std::vector<std::string> algorithms;  // empty: every one above
   std::vector<std::string> issuers;     // empty: not checked
   std::vector<std::string> audiences;   // empty: not checked

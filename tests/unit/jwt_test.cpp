@@ -187,7 +187,7 @@ TEST_CASE("jwt: the key must fit the algorithm, and its own alg must be the toke
         jwt_failure::bad_signature);
 }
 
-TEST_CASE("jwt: the kid picks the key; without one, exactly one key must fit", "[jwt]") {
+TEST_CASE("jwt: the kid picks the key, and without one exactly one key must fit", "[jwt]") {
   const auto& k = keys();
   CHECK(failure_of(jwt_test::token(k.ec256.get(), "ES256", header("ES256", "ec256-9"), claims)) ==
         jwt_failure::unknown_kid);
