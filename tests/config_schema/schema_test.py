@@ -156,9 +156,14 @@ READER_PATHS = [
     (r"^downstream '[^']*'", "downstreams.*"),
     (r"^param '[^']*'", "routes[].params.*"),
     (r"^call( '[^']*')?", "routes[].calls[]"),
+    (r"^route( '[^']*')?\.rate_limit", "routes[].rate_limit[]"),
     (r"^route( '[^']*')?", "routes[]"),
-    (r"^(server|limits|log|admin|shutdown|tracing)", r"\1"),
+    (r"^(server|limits|log|admin|shutdown|tracing|redis)", r"\1"),
 ]
+
+# Readers of a mapping keyed by names the configuration chooses (a JWT's claims), not by keys: what they
+# ask for are names, so only the mapping's own path is checked.
+NAME_KEYED_READERS = [r"\.auth\.jwt\.(claim_values|forward_claims)$"]
 
 
 def reader_path(reader):
@@ -342,6 +347,14 @@ INVALID = [
      "          set: {X-Api: \"1\"}\n        pass_status: [401, 401]\n"),
     ("a parameter in a body_template member name", "        path: /inventory?sku={sku}\n",
      "        path: /inventory?sku={sku}\n        method: POST\n        body_template: {'{sku}': 1}\n"),
+    ("auth with both jwt and api_key", "    deadline: 800ms\n",
+     "    deadline: 800ms\n    auth:\n      jwt: {jwks_file: /etc/jwks.json}\n      api_key: {keys_file: /etc/keys}\n"),
+    ("a rate_limit without its rate", "    deadline: 800ms\n",
+     "    deadline: 800ms\n    rate_limit: [{key: client, burst: 10}]\n"),
+    ("a rate that is no rate", "    deadline: 800ms\n", "    deadline: 800ms\n    rate_limit: [{rate: 100/week}]\n"),
+    ("jwt with neither jwks_file nor jwks_downstream", "    deadline: 800ms\n",
+     "    deadline: 800ms\n    auth:\n      jwt: {issuers: [https://id.example]}\n"),
+    ("a redis url that is not redis://", "limits:\n", "redis:\n  url: http://127.0.0.1:6379\nlimits:\n"),
 ]
 
 
@@ -409,6 +422,8 @@ def test_loader_keys(args, v):
             continue
         readers.add(reader)
         path = prefix + ("." if prefix else "") + key
+        if any(re.search(pattern, reader) for pattern in NAME_KEYED_READERS):
+            path = prefix
         if path not in declared:
             fail("the loader knows %s (reader %r), the schema does not declare it" % (path, reader))
     if len(keys) < 100:
