@@ -50,8 +50,10 @@ DELIBERATELY_INVALID = {
 }
 
 # The environment the shipped configurations take values from (deploy/overlays/postgres: DB_PASSWORD;
+# deploy/overlays/edge: REDIS_PASSWORD;
 # deploy/examples/own-config: its gateway.env).
-SHIPPED_ENVIRONMENT = {"DB_PASSWORD": "secret", "USER": "gateway", "CATALOG_API_KEY": "replace-me"}
+SHIPPED_ENVIRONMENT = {"DB_PASSWORD": "secret", "USER": "gateway", "CATALOG_API_KEY": "replace-me",
+                       "REDIS_PASSWORD": "secret"}
 
 failures = []
 
@@ -352,7 +354,7 @@ INVALID = [
     ("a rate_limit without its rate", "    deadline: 800ms\n",
      "    deadline: 800ms\n    rate_limit: [{key: client, burst: 10}]\n"),
     ("a rate that is no rate", "    deadline: 800ms\n", "    deadline: 800ms\n    rate_limit: [{rate: 100/week}]\n"),
-    ("jwt with neither jwks_file nor jwks_downstream", "    deadline: 800ms\n",
+    ("jwt without its jwks_file", "    deadline: 800ms\n",
      "    deadline: 800ms\n    auth:\n      jwt: {issuers: [https://id.example]}\n"),
     ("a redis url that is not redis://", "limits:\n", "redis:\n  url: http://127.0.0.1:6379\nlimits:\n"),
 ]
