@@ -280,7 +280,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "two gateways share one limit through Redis; Redis down, each falls back locally; back up, shared again",
+    "two gateways share one limit through Redis, each falls back locally while it is down, shared again "
+    "after",
     "[edge][redis]") {
   redis_server redis;
   mock_downstream mock;
