@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <boost/url/grammar/hexdig_chars.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -10,13 +11,6 @@
 namespace gateway {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -66,8 +60,8 @@ std::shared_ptr<const api_key_set> api_key_set::parse(std::string_view text, std
     e.name = std::string(name);
     bool valid = hex.size() == 64;
     for (std::size_t i = 0; valid && i < 32; ++i) {
-      const int hi = hex_value(hex[2 * i]);
-      const int lo = hex_value(hex[2 * i + 1]);
+      const int hi = boost::urls::grammar::hexdig_value(hex[2 * i]);
+      const int lo = boost::urls::grammar::hexdig_value(hex[2 * i + 1]);
       valid = hi >= 0 && lo >= 0;
       e.hash[i] = static_cast<unsigned char>(hi * 16 + lo);
     }

@@ -45,7 +45,7 @@ bool key_file<T>::load(std::string& error) {
     error = path_ + ": " + error;
     return false;
   }
-  keys_.publish(std::move(keys));
+  keys_.store(std::move(keys), std::memory_order_release);
   loaded_ = std::move(text);
   return true;
 }
@@ -66,7 +66,7 @@ bool key_file<T>::check() {
     refused_ = std::move(text);
     return false;
   }
-  keys_.publish(std::move(keys));
+  keys_.store(std::move(keys), std::memory_order_release);
   loaded_ = std::move(text);
   refused_.clear();
   spdlog::info("key file {} read again", path_);

@@ -492,7 +492,7 @@ struct aggregate_route {
   // The fan-out's slots: one per call, then max_items per for_each call; slot_owner[slot] is its call.
   std::size_t slots = 0;
   std::vector<std::size_t> slot_owner;
-  call_shaping shaping;  // the route's own rename and omit, applied to every call before its own
+  call_shaping shaping;       // the route's own rename and omit, applied to every call before its own
   bool verifies_jwt = false;  // the route's auth.jwt: "{jwt.claim}" names a claim of the caller's token
 };
 
@@ -506,7 +506,7 @@ struct route_settings {
   // the request sent.
   header_policy headers;
   std::variant<aggregate_route, proxy_route> kind;
-  std::optional<auth_settings> auth;            // who may call it (server/edge_gate.hpp)
+  std::optional<auth_settings> auth;             // who may call it (server/edge_gate.hpp)
   std::vector<rate_limit_settings> rate_limits;  // how often
 
   const aggregate_route* aggregate() const { return std::get_if<aggregate_route>(&kind); }

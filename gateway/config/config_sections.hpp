@@ -27,7 +27,7 @@ struct config_parse_state {
   std::optional<YAML::Mark> server_listen_at;
   std::optional<YAML::Mark> admin_listen_at;
   std::vector<std::pair<std::string, YAML::Mark>> downstream_max_at;  // downstream -> its max_connections
-  bool offline = false;  // load_options::offline: TLS files are not read
+  bool offline = false;                      // load_options::offline: TLS files are not read
   std::optional<YAML::Mark> redis_limit_at;  // the first rate_limit with backend: redis
 };
 
@@ -81,8 +81,7 @@ void read_routes(config_parse_state& state, const YAML::Node& node, gateway_conf
 // once its calls are read, the identity fields checked against its header policies and the claims its
 // templates use made required; the top-level `redis`; check_edge after every section (a redis limit
 // needs the redis section).
-void read_route_edge(config_parse_state& state, yaml_reader& r, const gateway_config& cfg,
-                     route_settings& route);
+void read_route_edge(config_parse_state& state, yaml_reader& r, route_settings& route);
 void finish_route_edge(yaml_reader& r, route_settings& route);
 void read_redis(config_parse_state& state, const YAML::Node& node, redis_store_settings& s);
 void check_edge(config_parse_state& state, const gateway_config& cfg);

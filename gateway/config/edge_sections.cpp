@@ -69,8 +69,7 @@ void check_identity_field(yaml_reader& r, const std::string& key, const std::str
   }
 }
 
-void read_jwt(config_parse_state& state, const YAML::Node& node, const gateway_config& cfg,
-              const std::string& what, jwt_settings& j) {
+void read_jwt(config_parse_state& state, const YAML::Node& node, const std::string& what, jwt_settings& j) {
   yaml_reader r(node, state.errors, what + ".jwt");
   if (!r.valid()) return;
   r.string("jwks_file", j.jwks_file, true);
@@ -208,13 +207,12 @@ void read_rate_limit(config_parse_state& state, const YAML::Node& node, const st
 
 }  // namespace
 
-void read_route_edge(config_parse_state& state, yaml_reader& r, const gateway_config& cfg,
-                     route_settings& route) {
+void read_route_edge(config_parse_state& state, yaml_reader& r, route_settings& route) {
   const std::string what = "route '" + route.path + "'";
   if (auto node = r.section("auth")) {
     yaml_reader a(*node, state.errors, what + ".auth");
     auth_settings auth;
-    if (auto j = a.section("jwt")) read_jwt(state, *j, cfg, what + ".auth", auth.jwt.emplace());
+    if (auto j = a.section("jwt")) read_jwt(state, *j, what + ".auth", auth.jwt.emplace());
     if (auto k = a.section("api_key")) read_api_key(state, *k, what + ".auth", auth.api_key.emplace());
     if (auth.jwt && auth.api_key) a.error_here("auth takes jwt or api_key, not both");
     if (!auth.jwt && !auth.api_key) a.error_here("auth needs jwt or api_key");

@@ -349,7 +349,7 @@ bool read_route(config_parse_state& state, const YAML::Node& node, const gateway
   if (auto h = r.section("headers"))
     read_header_policy(state, *h, "route", proxy ? policy_owner::proxy_route : policy_owner::route,
                        route.headers);
-  read_route_edge(state, r, cfg, route);
+  read_route_edge(state, r, route);
   if (proxy) {
     read_proxy(state, *proxy, cfg, route.kind.emplace<proxy_route>());
     check_proxy_route(r, route);

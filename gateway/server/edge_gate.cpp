@@ -73,6 +73,7 @@ struct edge_gate::limit {
   const rate_limit_settings& settings;
   mutable local_limiter local;  // thread-safe itself
   std::string redis_key;        // the store's prefix, the route and the limit's name: the key's own follows
+  std::size_t claim = 0;        // key: jwt.CLAIM: its index in the claims read from the token
 };
 
 namespace {
@@ -114,8 +115,7 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     }
     if (!jwks_) {
       jwks_ = std::make_shared<key_file<jwk_set>>(
-          j.jwks_file, [](std::string_view text, std::string& error) { return jwk_set::parse(text, error); },
-          threads);
+          j.jwks_file, [](std::string_view text, std::string& error) { return jwk_set::parse(text, error); });
       std::string error;
       if (!jwks_->load(error)) throw std::runtime_error("route " + route.path + ": auth.jwt: " + error);
       keys.jwks.push_back(jwks_);
@@ -159,7 +159,7 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     if (!api_keys_) {
       api_keys_ = std::make_shared<key_file<api_key_set>>(
           a.keys_file,
-          [](std::string_view text, std::string& error) { return api_key_set::parse(text, error); }, threads);
+          [](std::string_view text, std::string& error) { return api_key_set::parse(text, error); });
       std::string error;
       if (!api_keys_->load(error))
         throw std::runtime_error("route " + route.path + ": auth.api_key: " + error);
@@ -174,6 +174,9 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     limits_.push_back(std::unique_ptr<limit>(new limit{
         l, local_limiter(l.per_second() / share, std::max(1.0, l.bucket() / share), l.max_keys),
         l.redis ? store.key_prefix + route.method + " " + route.path + ":" + l.name + ":" : std::string()}));
+    if (l.key == limit_key::claim)  // wanted_ holds it (read above): limits keyed by a claim need auth.jwt
+      limits_.back()->claim =
+          static_cast<std::size_t>(std::find(wanted_.begin(), wanted_.end(), l.key_name) - wanted_.begin());
     policy_field_ += policy_field_.empty() ? "RateLimit-Policy: " : ", ";
     const auto window = std::chrono::duration<double>(l.period).count();
     policy_field_ += quoted(l.name) + ";q=" + std::to_string(std::llround(l.rate)) +
@@ -216,7 +219,7 @@ outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t 
   if (api_keys_) {
     const auto presented = credential(headers, route_.auth->api_key->key);
     if (presented.empty()) return refuse(in, 401, 0, "no API key");
-    const auto* keys = api_keys_->get(thread);
+    const auto keys = api_keys_->get();
     const auto* name = keys != nullptr ? keys->find(presented) : nullptr;
     if (name == nullptr) return refuse(in, 401, unknown_key_reason, "unknown API key");
     api_key_name = *name;
@@ -224,7 +227,7 @@ outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t 
   }
   const auto token = credential(headers, route_.auth->jwt->token);
   if (token.empty()) return refuse(in, 401, 0, "no token");
-  const auto* keys = jwks_->get(thread);
+  const auto keys = jwks_->get();
   if (keys == nullptr) return refuse(in, 503, no_keys_reason, "the route's keys are not available");
   auto& cache = *verified_[thread];
   if (const auto* hit = cache.find(token, *keys, unix_now)) {
@@ -280,10 +283,8 @@ outbound_response edge_gate::check(const client_headers& headers, std::string_vi
       pass.fields.append("\r\n").append(route_.auth->api_key->forward_as).append(": ").append(api_key_name);
   }
   if (limits_.empty()) return no_answer();
-  const limit_verdict* tightest = nullptr;
+  limit_verdict tightest;  // the refusing limit's, else the one with the least left
   const limit* tightest_limit = nullptr;
-  boost::container::small_vector<limit_verdict, 2> verdicts;
-  verdicts.reserve(limits_.size());
   std::string key;
   for (const auto& l : limits_) {
     const auto& s = l->settings;
@@ -299,28 +300,24 @@ outbound_response edge_gate::check(const client_headers& headers, std::string_vi
         key = api_key_name;
         break;
       case limit_key::claim:
-        key = claims[static_cast<std::size_t>(std::find(wanted_.begin(), wanted_.end(), s.key_name) -
-                                              wanted_.begin())];
+        key = claims[l->claim];
         break;
       case limit_key::global:
         break;
     }
     if (key.size() > max_key_bytes) key = "#" + std::to_string(std::hash<std::string>{}(key));
-    verdicts.push_back(s.redis ? admit_shared(*l, key, thread, now, deadline, yield)
-                               : l->local.admit(key, now));
-    const auto& v = verdicts.back();
-    if (tightest == nullptr || (!v.allowed && tightest->allowed) ||
-        (v.allowed == tightest->allowed && v.remaining < tightest->remaining)) {
-      tightest = &v;
+    const auto v = s.redis ? admit_shared(*l, key, thread, now, deadline, yield) : l->local.admit(key, now);
+    if (tightest_limit == nullptr || !v.allowed || v.remaining < tightest.remaining) {
+      tightest = v;
       tightest_limit = l.get();
     }
     if (!v.allowed) break;  // the later limits keep their tokens
   }
   std::string fields = policy_field_;
   fields += "RateLimit: " + quoted(tightest_limit->settings.name) +
-            ";r=" + std::to_string(static_cast<long long>(tightest->remaining)) +
-            ";t=" + std::to_string(whole_seconds_up(tightest->reset)) + "\r\n";
-  if (tightest->allowed) {
+            ";r=" + std::to_string(static_cast<long long>(tightest.remaining)) +
+            ";t=" + std::to_string(whole_seconds_up(tightest.reset)) + "\r\n";
+  if (tightest.allowed) {
     pass.answer_fields = std::move(fields);
     return no_answer();
   }
@@ -330,7 +327,7 @@ outbound_response edge_gate::check(const client_headers& headers, std::string_vi
   r.route = static_cast<int>(route_index_);
   r.fields = std::move(fields);
   r.fields +=
-      "Retry-After: " + std::to_string(std::max<long long>(1, whole_seconds_up(tightest->retry_after))) +
+      "Retry-After: " + std::to_string(std::max<long long>(1, whole_seconds_up(tightest.retry_after))) +
       "\r\n";
   return r;
 }

@@ -4,7 +4,7 @@
 // the fields it received, so an answer shows what reached the downstream.
 
 #include "tests/integration/metric_scrape.hpp"
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/jwt_signer.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "gateway/limit/redis_limiter.hpp"
 #include "tests/integration/redis_limiter_support.hpp"
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <sys/resource.h>
 

@@ -4,7 +4,7 @@
 // redis_server, limiters, timed admits, bounded polling. Assertions use Catch2.
 
 #include "gateway/limit/redis_limiter.hpp"
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -1,10 +1,10 @@
-// The Redis rate limiter against a real redis-server (tests/integration/redis_server.hpp): GCRA counts and
+// The Redis rate limiter against a real redis-server (tests/support/redis_server.hpp): GCRA counts and
 // costs, limiters of two "replicas" sharing a key, the NOSCRIPT fallback, AUTH and SELECT, TLS, and
 // pipelining. Each limiter runs on its own io_context thread, as on a gateway's I/O thread.
 
 #include "gateway/limit/redis_limiter.hpp"
 #include "tests/integration/redis_limiter_support.hpp"
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <set>
 

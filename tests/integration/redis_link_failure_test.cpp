@@ -4,7 +4,7 @@
 
 #include "gateway/limit/redis_limiter.hpp"
 #include "tests/integration/redis_limiter_support.hpp"
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/loopback_socket.hpp"
 
 using namespace gateway;

@@ -1,10 +1,10 @@
 #include "tests/support/postgres_server.hpp"
 
+#include "tests/support/free_port.hpp"
+
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -56,30 +55,6 @@ std::string find_runuser() {
   for (const char* path : {"/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"})
     if (::access(path, X_OK) == 0) return path;
   throw std::runtime_error("running as root but runuser(1) not found; it is needed to start PostgreSQL");
-}
-
-// True if nothing is bound to 127.0.0.1:port right now.
-bool port_is_free(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return free;
-}
-
-std::uint16_t random_free_port() {
-  std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
-  std::uniform_int_distribution<int> pick(first_port, last_port);
-  for (int i = 0; i < 200; ++i) {
-    auto port = static_cast<std::uint16_t>(pick(rng));
-    if (port_is_free(port)) return port;
-  }
-  throw std::runtime_error("no free port found for PostgreSQL in " + std::to_string(first_port) + "-" +
-                           std::to_string(last_port));
 }
 
 std::string read_file(const std::string& path, std::streamoff from = 0) {
@@ -130,7 +105,7 @@ postgres_server::postgres_server() : bin_dir_(find_bin_dir()) {
 
   std::string why;
   for (int attempt = 0; attempt < start_attempts; ++attempt) {
-    port_ = random_free_port();
+    port_ = random_free_port(first_port, last_port, "PostgreSQL");
     if (try_start(why)) return;
     // Another process may have taken the port between the check and the server's bind; draw again.
     if (why.find("could not bind") == std::string::npos && why.find("already in use") == std::string::npos)

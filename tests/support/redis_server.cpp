@@ -1,13 +1,12 @@
-#include "tests/integration/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
-#include <netinet/in.h>
+#include "tests/support/free_port.hpp"
+
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -24,28 +23,6 @@ constexpr int first_port = 15000;
 constexpr int last_port = 30000;
 constexpr int start_attempts = 8;
 constexpr auto ready_timeout = 10s;
-
-bool port_is_free(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return free;
-}
-
-std::uint16_t random_free_port() {
-  std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
-  std::uniform_int_distribution<int> pick(first_port, last_port);
-  for (int i = 0; i < 200; ++i) {
-    const auto port = static_cast<std::uint16_t>(pick(rng));
-    if (port_is_free(port)) return port;
-  }
-  throw std::runtime_error("no free port found for redis-server");
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +42,7 @@ redis_server::redis_server(redis_server_options options) : options_(std::move(op
   if (options_.tls) certs_ = std::make_unique<tls_files>();
   std::string why;
   for (int attempt = 0; attempt < start_attempts; ++attempt) {
-    port_ = random_free_port();
+    port_ = random_free_port(first_port, last_port, "redis-server");
     if (try_start(why)) return;
     // Another process may have taken the port between the check and the server's bind: draw again.
     if (why.find("in use") == std::string::npos) break;

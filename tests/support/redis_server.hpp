@@ -1,5 +1,5 @@
 #pragma once
-// A throwaway redis-server for integration tests: on 127.0.0.1 and a free port below the ephemeral range
+// A throwaway redis-server for tests: on 127.0.0.1 and a free port below the ephemeral range
 // (redis cannot be told port 0), no persistence, its log and files in a private temporary directory. It
 // can be killed (SIGKILL, a crash) or stopped (SIGTERM) and started again on the same port; it is killed
 // on destruction. Optionally with a password (requirepass) and/or TLS only (a CA and a server certificate
