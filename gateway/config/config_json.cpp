@@ -153,14 +153,24 @@ nlohmann::json credential_json(const credential_source& c) {
 void add_edge(const route_settings& r, nlohmann::json& j) {
   if (r.auth && r.auth->jwt) {
     const auto& a = *r.auth->jwt;
-    nlohmann::json jwt{{"jwks_file", a.jwks_file},
-                       {"algorithms", a.algorithms},
+    nlohmann::json jwt{{"algorithms", a.algorithms},
                        {"issuers", a.issuers},
                        {"audiences", a.audiences},
                        {"leeway", format_duration(a.leeway)},
                        {"required_claims", a.required_claims},
                        {"token", credential_json(a.token)},
                        {"forward_token", a.forward_token}};
+    if (!a.jwks_file.empty()) jwt["jwks_file"] = a.jwks_file;
+    if (!a.jwks_url.empty()) {
+      jwt["jwks_url"] = a.jwks_url;
+      jwt["jwks_tls"] = {{"verify", a.jwks_tls.verify},
+                         {"ca_file", a.jwks_tls.ca_file},
+                         {"server_name", a.jwks_tls.server_name}};
+      jwt["refresh"] = format_duration(a.refresh);
+      jwt["min_refresh"] = format_duration(a.min_refresh);
+      jwt["start_wait"] = format_duration(a.start_wait);
+      jwt["fetch_timeout"] = format_duration(a.fetch_timeout);
+    }
     jwt["claim_values"] = nlohmann::json::object();
     for (const auto& [claim, values] : a.claim_values) jwt["claim_values"][claim] = values;
     jwt["forward_claims"] = nlohmann::json::object();

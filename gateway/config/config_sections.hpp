@@ -71,8 +71,11 @@ void check_composition(config_parse_state& state, const std::vector<YAML::Node>&
 // answer, "{call.field}" or "{item...}") rather than a parameter that must be declared.
 bool names_reference(const aggregate_route& route, const std::string& name);
 
-// downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL.
+// downstream_sections.cpp: the `downstreams` mapping, HTTP and SQL; and the `tls` section of an https url
+// (`d.url` already parsed), read under `key` of `parent` (`what` names it in messages), its context built.
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);
+void read_tls(config_parse_state& state, const YAML::Node* node, downstream_settings& d, yaml_reader& parent,
+              const std::string& key, const std::string& what);
 
 // route_sections.cpp: the `routes` sequence with each route's params and calls; needs cfg.downstreams.
 void read_routes(config_parse_state& state, const YAML::Node& node, gateway_config& cfg);

@@ -192,19 +192,21 @@ bool valid_server_name(const std::string& name) {
   });
 }
 
+}  // namespace
+
 // The `tls` section of an https downstream (an http:// one may not have one). The context is built, and
 // its files read, only when the section itself is free of errors.
-void read_tls(config_parse_state& state, const YAML::Node* node, downstream_settings& d,
-              yaml_reader& parent) {
+void read_tls(config_parse_state& state, const YAML::Node* node, downstream_settings& d, yaml_reader& parent,
+              const std::string& key, const std::string& what) {
   auto& t = d.tls;
   if (!t.enabled) {
-    if (node != nullptr) parent.error_at("tls", "a tls section needs an https:// url");
+    if (node != nullptr) parent.error_at(key, "a tls section needs an https:// url");
     return;
   }
   const auto errors_before = state.errors.size();
   std::optional<yaml_reader> r;
   if (node != nullptr) {
-    r.emplace(*node, state.errors, "downstream '" + d.name + "'.tls");
+    r.emplace(*node, state.errors, what);
     r->boolean("verify", t.verify);
     r->string("ca_file", t.ca_file);
     if (r->string("server_name", t.server_name) && !valid_server_name(t.server_name))
@@ -224,11 +226,9 @@ void read_tls(config_parse_state& state, const YAML::Node* node, downstream_sett
   if (r) {
     r->error_at(why.key, why.message);
   } else {
-    parent.error_at("url", why.message);  // the system's trust store: no tls section to point at
+    parent.error_at(key == "tls" ? "url" : "jwks_url", why.message);  // the system's trust store
   }
 }
-
-}  // namespace
 
 void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway_config& cfg) {
   yaml_reader map(node, state.errors, "downstreams");
@@ -262,7 +262,7 @@ void read_downstreams(config_parse_state& state, const YAML::Node& node, gateway
       if (auto rt = r.section("retry")) read_retry(state, *rt, d);
       if (auto h = r.section("hedge")) read_hedge(state, *h, d);
       const auto tls = r.section("tls");
-      read_tls(state, tls ? &*tls : nullptr, d, r);
+      read_tls(state, tls ? &*tls : nullptr, d, r, "tls", "downstream '" + d.name + "'.tls");
     }
     r.size("max_response_bytes", d.max_response_bytes, 64, 256 * 1024 * 1024);
     if (auto b = r.section("circuit_breaker")) read_breaker(state, *b, d);

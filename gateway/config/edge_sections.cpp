@@ -72,7 +72,32 @@ void check_identity_field(yaml_reader& r, const std::string& key, const std::str
 void read_jwt(config_parse_state& state, const YAML::Node& node, const std::string& what, jwt_settings& j) {
   yaml_reader r(node, state.errors, what + ".jwt");
   if (!r.valid()) return;
-  r.string("jwks_file", j.jwks_file, true);
+  const bool file = r.string("jwks_file", j.jwks_file);
+  const bool fetched = r.string("jwks_url", j.jwks_url);
+  if (file == fetched) r.error_here("jwt takes its keys from either jwks_file or jwks_url");
+  const auto tls = r.section("jwks_tls");
+  if (fetched) {
+    // Read as an https downstream would be: host, port, path and TLS settings, the context built now.
+    downstream_settings d;
+    d.url = j.jwks_url;
+    if (auto problem = parse_downstream_url(d); !problem.empty()) {
+      r.error_at("jwks_url", problem);
+    } else if (!d.tls.enabled) {
+      r.error_at("jwks_url", "jwks_url must be https://: keys fetched in plain text could be anyone's");
+    } else {
+      read_tls(state, tls ? &*tls : nullptr, d, r, "jwks_tls", what + ".jwt.jwks_tls");
+      j.jwks_host = d.host;
+      j.jwks_port = d.port;
+      j.jwks_path = d.base_path.empty() ? "/" : d.base_path;
+      j.jwks_tls = std::move(d.tls);
+    }
+  } else if (tls) {
+    r.error_at("jwks_tls", "jwks_tls goes with jwks_url");
+  }
+  r.duration("refresh", j.refresh);
+  r.duration("min_refresh", j.min_refresh);
+  r.duration("start_wait", j.start_wait, true);
+  r.duration("fetch_timeout", j.fetch_timeout);
   if (r.string_list("algorithms", j.algorithms)) {
     for (const auto& a : j.algorithms) {
       if (std::find(jwt_algorithm_names.begin(), jwt_algorithm_names.end(), a) == jwt_algorithm_names.end())

@@ -27,9 +27,21 @@ struct credential_source {
 };
 
 // `auth.jwt`: a signed JWT (RS256/384/512, PS256, ES256/384, EdDSA), its keys from a JWKS file (read again
-// when it changes).
+// when it changes) or fetched from an https:// URL in the background (auth/jwks_fetcher.hpp): every
+// `refresh`, and on a token with an unknown kid at most once per `min_refresh`; a failed fetch keeps the
+// last good keys and is tried again after min_refresh. A new configuration waits at most `start_wait`
+// for the first keys; until they come, the route answers 503.
 struct jwt_settings {
   std::string jwks_file;
+  std::string jwks_url;
+  std::string jwks_host;  // of jwks_url
+  std::uint16_t jwks_port = 443;
+  std::string jwks_path;  // of jwks_url: the request target
+  tls_settings jwks_tls;  // jwks_url's TLS: ca_file, verify, server_name, cert_file, key_file
+  microseconds refresh = std::chrono::minutes(5);
+  microseconds min_refresh = std::chrono::seconds(5);
+  microseconds start_wait = std::chrono::seconds(2);
+  microseconds fetch_timeout = std::chrono::seconds(5);
   std::vector<std::string> algorithms;  // empty: every one above
   std::vector<std::string> issuers;     // empty: not checked
   std::vector<std::string> audiences;   // empty: not checked

@@ -4,6 +4,7 @@
 #include "gateway/codec/http_text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -99,6 +100,35 @@ void log_fallback(std::string_view route, std::string_view limit, redis_status s
 
 }  // namespace
 
+namespace {
+
+// The fetcher of `j`'s jwks_url: this generation's, or the previous one's with the same settings, or a new
+// one, whose first keys are waited for at most start_wait.
+std::shared_ptr<jwks_fetcher> fetcher_of(const jwt_settings& j, edge_keys& keys) {
+  const auto same = [&](const std::pair<jwt_settings, std::shared_ptr<jwks_fetcher>>& f) {
+    const auto& o = f.first;
+    return o.jwks_url == j.jwks_url && o.jwks_tls == j.jwks_tls && o.refresh == j.refresh &&
+           o.min_refresh == j.min_refresh && o.fetch_timeout == j.fetch_timeout;
+  };
+  for (const edge_keys* from : std::array<const edge_keys*, 2>{&keys, keys.previous}) {
+    if (from == nullptr) continue;
+    const auto it = std::find_if(from->fetched.begin(), from->fetched.end(), same);
+    if (it == from->fetched.end()) continue;
+    if (from != &keys) keys.fetched.push_back(*it);
+    return it->second;
+  }
+  jwks_location where{j.jwks_url,         j.jwks_host, j.jwks_port,   j.jwks_path,
+                      j.jwks_tls.context, j.refresh,   j.min_refresh, j.fetch_timeout};
+  auto fetcher = std::make_shared<jwks_fetcher>(std::move(where));
+  if (!fetcher->wait_first(j.start_wait))
+    spdlog::warn("jwks {}: no keys within start_wait; its routes answer 503 until a fetch succeeds",
+                 j.jwks_url);
+  keys.fetched.emplace_back(j, fetcher);
+  return fetcher;
+}
+
+}  // namespace
+
 void edge_keys::check() const {
   for (const auto& f : jwks) f->check();
   for (const auto& f : api_keys) f->check();
@@ -110,10 +140,14 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     : route_(route), route_index_(route_index), series_(series), redis_(redis), store_(store) {
   if (route.auth && route.auth->jwt) {
     const auto& j = *route.auth->jwt;
-    for (const auto& f : keys.jwks) {
-      if (f->path() == j.jwks_file) jwks_ = f;
+    if (!j.jwks_url.empty()) {
+      jwks_fetched_ = fetcher_of(j, keys);
+    } else {
+      for (const auto& f : keys.jwks) {
+        if (f->path() == j.jwks_file) jwks_ = f;
+      }
     }
-    if (!jwks_) {
+    if (!jwks_ && !jwks_fetched_) {
       jwks_ = std::make_shared<key_file<jwk_set>>(
           j.jwks_file, [](std::string_view text, std::string& error) { return jwk_set::parse(text, error); });
       std::string error;
@@ -227,7 +261,7 @@ outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t 
   }
   const auto token = credential(headers, route_.auth->jwt->token);
   if (token.empty()) return refuse(in, 401, 0, "no token");
-  const auto keys = jwks_->get();
+  const auto keys = jwks_ ? jwks_->get() : jwks_fetched_->get();
   if (keys == nullptr) return refuse(in, 503, no_keys_reason, "the route's keys are not available");
   auto& cache = *verified_[thread];
   if (const auto* hit = cache.find(token, *keys, unix_now)) {
@@ -236,6 +270,8 @@ outbound_response edge_gate::authenticate(const request_facts& in, std::int64_t 
   }
   auto verdict = verify_jwt(token, *keys, rules_, unix_now, wanted_);
   if (verdict.failure != jwt_failure::none) {
+    if (verdict.failure == jwt_failure::unknown_kid && jwks_fetched_)
+      jwks_fetched_->unknown_kid();  // rotated?
     const auto reason = static_cast<std::size_t>(verdict.failure) - 1;
     return refuse(in, verdict.failure == jwt_failure::forbidden ? 403 : 401, reason, verdict.description);
   }

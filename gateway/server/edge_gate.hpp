@@ -15,6 +15,7 @@
 // a gate is immutable once built, like the generation that owns it.
 
 #include "gateway/auth/api_keys.hpp"
+#include "gateway/auth/jwks_fetcher.hpp"
 #include "gateway/auth/jwt.hpp"
 #include "gateway/auth/key_file.hpp"
 #include "gateway/auth/verified_tokens.hpp"
@@ -40,10 +41,14 @@ struct edge_pass {
   std::string answer_fields;  // "Name: value\r\n" each: RateLimit-Policy and RateLimit
 };
 
-// The key sets the gates of one generation read, shared between routes naming the same file.
+// The key sets the gates of one generation read, shared between routes naming the same file or URL. A
+// JWKS fetched from a URL is kept from the previous generation when its settings are the same (no fetch,
+// no wait at a reload).
 struct edge_keys {
   std::vector<std::shared_ptr<key_file<jwk_set>>> jwks;
   std::vector<std::shared_ptr<key_file<api_key_set>>> api_keys;
+  std::vector<std::pair<jwt_settings, std::shared_ptr<jwks_fetcher>>> fetched;  // jwks_url, by settings
+  const edge_keys* previous = nullptr;  // while the generation is built: where fetchers may be kept from
   // Reads every file again (the housekeeping thread).
   void check() const;
 };
@@ -90,7 +95,8 @@ class edge_gate {
   const route_settings& route_;
   const std::size_t route_index_;
   const metric_set& series_;
-  std::shared_ptr<key_file<jwk_set>> jwks_;
+  std::shared_ptr<key_file<jwk_set>> jwks_;     // jwks_file, or
+  std::shared_ptr<jwks_fetcher> jwks_fetched_;  // jwks_url
   std::shared_ptr<key_file<api_key_set>> api_keys_;
   jwt_rules rules_;
   std::vector<std::string> wanted_;  // claims read from a token: forwarded, used in templates, limit keys

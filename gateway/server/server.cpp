@@ -219,6 +219,7 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
   if (std::any_of(cfg->routes.begin(), cfg->routes.end(),
                   [](const route_settings& r) { return r.auth || !r.rate_limits.empty(); })) {
     g->keys = std::make_shared<edge_keys>();
+    g->keys->previous = previous != nullptr ? previous->keys.get() : nullptr;
     for (std::size_t i = 0; i < cfg->routes.size(); ++i) {
       const auto& route = cfg->routes[i];
       if (route.auth || !route.rate_limits.empty())
@@ -227,6 +228,7 @@ std::shared_ptr<const config_generation> server::impl::build_generation(
       else
         g->gates.emplace_back();
     }
+    g->keys->previous = nullptr;  // the previous generation may go before this one
   }
   auto json = effective_config_json(*cfg);
   json["version"] = g->version;

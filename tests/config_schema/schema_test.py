@@ -354,9 +354,11 @@ INVALID = [
     ("a rate_limit without its rate", "    deadline: 800ms\n",
      "    deadline: 800ms\n    rate_limit: [{key: client, burst: 10}]\n"),
     ("a rate that is no rate", "    deadline: 800ms\n", "    deadline: 800ms\n    rate_limit: [{rate: 100/week}]\n"),
-    ("jwt without its jwks_file", "    deadline: 800ms\n",
+    ("jwt with neither jwks_file nor jwks_url", "    deadline: 800ms\n",
      "    deadline: 800ms\n    auth:\n      jwt: {issuers: [https://id.example]}\n"),
     ("a redis url that is not redis://", "limits:\n", "redis:\n  url: http://127.0.0.1:6379\nlimits:\n"),
+    ("a jwks_url in plain http", "    deadline: 800ms\n",
+     "    deadline: 800ms\n    auth:\n      jwt: {jwks_url: 'http://id.example/jwks'}\n"),
 ]
 
 

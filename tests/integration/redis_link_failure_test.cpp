@@ -4,8 +4,8 @@
 
 #include "gateway/limit/redis_limiter.hpp"
 #include "tests/integration/redis_limiter_support.hpp"
-#include "tests/support/redis_server.hpp"
 #include "tests/support/loopback_socket.hpp"
+#include "tests/support/redis_server.hpp"
 
 using namespace gateway;
 using namespace test_support::redis;
