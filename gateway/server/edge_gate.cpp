@@ -1,6 +1,7 @@
 #include "gateway/server/edge_gate.hpp"
 
 #include "gateway/codec/char_class.hpp"
+#include "gateway/codec/credentials.hpp"
 #include "gateway/codec/http_text.hpp"
 
 #include <algorithm>
@@ -23,33 +24,16 @@ constexpr std::size_t no_keys_reason = 12;
 constexpr std::size_t max_key_bytes = 256;       // a longer key value is tracked by its hash
 constexpr std::size_t verified_capacity = 1024;  // tokens per route and I/O thread
 
-// The credential as `source` says, or empty. A bearer token: "Bearer" (any case), spaces, the token.
+// The credential as `source` says, or empty.
 std::string credential(const client_headers& headers, const credential_source& source) {
   std::string value;
   if (source.from == credential_source::kind::cookie) {
-    std::string cookies;
-    if (!headers.append("cookie", cookies, "; ")) return {};
-    std::string_view rest = cookies;
-    while (!rest.empty()) {
-      const auto end = rest.find(';');
-      auto pair = rest.substr(0, end);
-      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
-      const auto eq = pair.find('=');
-      if (eq != std::string_view::npos && pair.substr(0, eq) == source.name) {
-        auto v = pair.substr(eq + 1);
-        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-        return std::string(v);
-      }
-    }
-    return {};
+    if (!headers.append("cookie", value, "; ")) return {};
+    return std::string(cookie_value(value, source.name));
   }
   if (!headers.append(source.name, value, ",")) return {};
   if (source.from == credential_source::kind::header) return value;
-  if (value.size() < 7 || !iequals(std::string_view(value).substr(0, 6), "bearer") || value[6] != ' ')
-    return {};
-  const auto start = value.find_first_not_of(' ', 6);
-  return start == std::string::npos ? std::string() : value.substr(start);
+  return std::string(bearer_token(value));
 }
 
 std::int64_t unix_seconds() {

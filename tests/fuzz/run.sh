@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 seconds=${1:-30}
 build=$root/build/fuzz
-targets=(response_parser json_object json_path request_head request_target config_loader path_template inflate access_line jwt)
+targets=(response_parser json_object json_path request_head request_target config_loader path_template inflate access_line jwt credentials)
 declare -A dicts=([response_parser]=http [request_head]=http [request_target]=http [json_object]=json [json_path]=json [jwt]=json [config_loader]=config)
 
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
