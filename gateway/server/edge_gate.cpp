@@ -56,9 +56,9 @@ std::string quoted(std::string_view s) {
 // Redis does not answer, sized rate / expected_replicas.
 struct edge_gate::limit {
   const rate_limit_settings& settings;
-  mutable local_limiter local;  // thread-safe itself
-  std::string redis_key;        // the store's prefix, the route and the limit's name: the key's own follows
-  std::size_t claim = 0;        // key: jwt.CLAIM: its index in the claims read from the token
+  std::shared_ptr<local_limiter> local;  // thread-safe itself; kept across reloads (edge_keys::buckets)
+  std::string redis_key;  // the store's prefix, the route and the limit's name: the key's own follows
+  std::size_t claim = 0;  // key: jwt.CLAIM: its index in the claims read from the token
 };
 
 namespace {
@@ -109,6 +109,27 @@ std::shared_ptr<jwks_fetcher> fetcher_of(const jwt_settings& j, edge_keys& keys)
                  j.jwks_url);
   keys.fetched.emplace_back(j, fetcher);
   return fetcher;
+}
+
+// A limit's local buckets: the previous generation's when the route and the limit are the same (a reload
+// does not give every client its burst again), else new ones.
+std::shared_ptr<local_limiter> buckets_of(const route_settings& route, const rate_limit_settings& l,
+                                          double share, edge_keys& keys) {
+  auto identity = route.method + " " + route.path + "\n" + l.name + "\n" +
+                  std::to_string(static_cast<int>(l.key)) + l.key_name + "\n" +
+                  std::to_string(l.per_second() / share) + "\n" + std::to_string(l.bucket() / share) + "\n" +
+                  std::to_string(l.max_keys);
+  if (keys.previous != nullptr) {
+    for (const auto& [id, buckets] : keys.previous->buckets) {
+      if (id != identity) continue;
+      keys.buckets.emplace_back(std::move(identity), buckets);
+      return buckets;
+    }
+  }
+  auto made =
+      std::make_shared<local_limiter>(l.per_second() / share, std::max(1.0, l.bucket() / share), l.max_keys);
+  keys.buckets.emplace_back(std::move(identity), made);
+  return made;
 }
 
 }  // namespace
@@ -190,7 +211,7 @@ edge_gate::edge_gate(const route_settings& route, std::size_t route_index, edge_
     if (l.redis && redis == nullptr) throw std::runtime_error("route " + route.path + ": no redis store");
     const double share = l.redis ? static_cast<double>(store.expected_replicas) : 1.0;
     limits_.push_back(std::unique_ptr<limit>(new limit{
-        l, local_limiter(l.per_second() / share, std::max(1.0, l.bucket() / share), l.max_keys),
+        l, buckets_of(route, l, share, keys),
         l.redis ? store.key_prefix + route.method + " " + route.path + ":" + l.name + ":" : std::string()}));
     if (l.key == limit_key::claim)  // wanted_ holds it (read above): limits keyed by a claim need auth.jwt
       limits_.back()->claim =
@@ -281,7 +302,7 @@ limit_verdict edge_gate::admit_shared(const limit& l, std::string_view key, std:
   }
   series_.limit_fallback(thread, route_index_);
   log_fallback(route_.path, l.settings.name, shared.state);
-  return l.local.admit(key, clock::now());
+  return l.local->admit(key, clock::now());
 }
 
 outbound_response edge_gate::check(const client_headers& headers, std::string_view client,
@@ -326,7 +347,7 @@ outbound_response edge_gate::check(const client_headers& headers, std::string_vi
         break;
     }
     if (key.size() > max_key_bytes) key = "#" + std::to_string(std::hash<std::string>{}(key));
-    const auto v = s.redis ? admit_shared(*l, key, thread, now, deadline, yield) : l->local.admit(key, now);
+    const auto v = s.redis ? admit_shared(*l, key, thread, now, deadline, yield) : l->local->admit(key, now);
     if (tightest_limit == nullptr || !v.allowed || v.remaining < tightest.remaining) {
       tightest = v;
       tightest_limit = l.get();

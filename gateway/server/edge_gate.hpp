@@ -41,13 +41,16 @@ struct edge_pass {
   std::string answer_fields;  // "Name: value\r\n" each: RateLimit-Policy and RateLimit
 };
 
-// The key sets the gates of one generation read, shared between routes naming the same file or URL. A
-// JWKS fetched from a URL is kept from the previous generation when its settings are the same (no fetch,
-// no wait at a reload).
+// The key sets the gates of one generation read, shared between routes naming the same file or URL, and
+// the rate limits' buckets. A JWKS fetched from a URL, and a limit's buckets, are kept from the previous
+// generation when their settings are the same (a reload neither fetches and waits again nor refills
+// every bucket).
 struct edge_keys {
   std::vector<std::shared_ptr<key_file<jwk_set>>> jwks;
   std::vector<std::shared_ptr<key_file<api_key_set>>> api_keys;
   std::vector<std::pair<jwt_settings, std::shared_ptr<jwks_fetcher>>> fetched;  // jwks_url, by settings
+  std::vector<std::pair<std::string, std::shared_ptr<local_limiter>>>
+      buckets;                          // rate limits', by route+limit
   const edge_keys* previous = nullptr;  // while the generation is built: where fetchers may be kept from
   // Reads every file again (the housekeeping thread).
   void check() const;

@@ -402,3 +402,28 @@ TEST_CASE("a Redis store with a password, over TLS: the limit is shared, a wrong
   CHECK(admitted == 2);  // the local bucket: burst 4 / 2 replicas
   CHECK(metric(wrong, "gateway_rate_limit_fallbacks_total", {{"http_route", "/api/shared"}}) == 10);
 }
+
+TEST_CASE("a reload keeps a limit's spent buckets when the limit is unchanged, and starts a changed one full",
+          "[edge][rate_limit]") {
+  mock_downstream mock;
+  const auto config = [&](const std::string& deadline, int burst) {
+    return "server:\n  listen: 127.0.0.1:0\n  threads: 2\n  watch_config: false\ndownstreams:\n  mock:\n    "
+           "url: " +
+           mock.url() + "\nroutes:\n  - path: /api/limited\n    response: object\n    deadline: " + deadline +
+           "\n    rate_limit:\n      - {key: client, rate: 1/h, burst: " + std::to_string(burst) +
+           "}\n    calls:\n      - {name: a, downstream: mock, path: /a}\n";
+  };
+  gateway_process gw(config("800ms", 3));
+  for (int i = 0; i < 3; ++i) CHECK(http_get(gw.port(), "/api/limited").status == 200);
+  CHECK(http_get(gw.port(), "/api/limited").status == 429);
+  const auto reload = [&](const std::string& yaml) {
+    std::ofstream(gw.config_path()) << yaml;
+    http_connection admin(gw.admin_port(), 10000ms);
+    return admin.request("POST", "/reload").json()["applied"] == true;
+  };
+  REQUIRE(reload(config("900ms", 3)));  // another setting of the route changes; the limit does not
+  CHECK(http_get(gw.port(), "/api/limited").status == 429);
+  REQUIRE(reload(config("900ms", 4)));  // the limit changes: its buckets start full
+  for (int i = 0; i < 4; ++i) CHECK(http_get(gw.port(), "/api/limited").status == 200);
+  CHECK(http_get(gw.port(), "/api/limited").status == 429);
+}
