@@ -405,6 +405,8 @@ void server::impl::close_listener() {
 void server::impl::stop() {
   if (state.advance(server_phase::stopping) == server_phase::stopping) return;
   admin->stop();
+  // The Redis links' coroutines keep their I/O threads' io_contexts busy until they are closed.
+  if (redis) redis->close();
   net::post(io_thread_states.front()->ioc, [this] {
     listener->close();
     drain->cancel();

@@ -9,6 +9,7 @@
 #include "tests/unit/jwt_signer.hpp"
 
 #include <openssl/evp.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -426,4 +427,21 @@ TEST_CASE("a reload keeps a limit's spent buckets when the limit is unchanged, a
   REQUIRE(reload(config("900ms", 4)));  // the limit changes: its buckets start full
   for (int i = 0; i < 4; ++i) CHECK(http_get(gw.port(), "/api/limited").status == 200);
   CHECK(http_get(gw.port(), "/api/limited").status == 429);
+}
+
+TEST_CASE("a gateway with a Redis store exits 0 on SIGTERM: the store's links do not keep it running",
+          "[edge][redis][drain]") {
+  redis_server redis;
+  mock_downstream mock;
+  gateway_process gw("server:\n  listen: 127.0.0.1:0\n  threads: 2\ndownstreams:\n  mock:\n    url: " +
+                     mock.url() + "\nredis: {url: '" + redis.url() +
+                     "', timeout: 50ms}\nshutdown:\n  drain_delay: 0s\n  timeout: 1s\n"
+                     "routes:\n  - path: /api/shared\n    response: object\n    rate_limit:\n"
+                     "      - {key: global, rate: 1000/s, backend: redis}\n"
+                     "    calls:\n      - {name: a, downstream: mock, path: /a}\n");
+  REQUIRE(http_get(gw.port(), "/api/shared").status == 200);
+  const auto status = gw.process().stop(SIGTERM, 5s);
+  REQUIRE(status);
+  CHECK(status->exited);
+  CHECK(status->code == 0);
 }
