@@ -6,7 +6,7 @@
 #
 # usage: loadtest/bench.sh [--quick] [--no-build] [SCENARIO...]
 #   scenarios: a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak
-#              graph
+#              graph jwt ratelimit-local ratelimit-redis
 #              (default: all)
 #   --quick     a few seconds and a few connections per scenario, results in loadtest/results/quick/; exits
 #               non-zero when any answer is bad or any error occurred (correctness only, never timing)
@@ -21,9 +21,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${GATEWAY_BENCH_BIN:-$root/build/release/bin}
-all_scenarios=(a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak graph)
+all_scenarios=(a100 a100tls trace accesslog floor a1000 coldstart b bhttp floorb c hang-breaker tail flap d e proxy soak graph
+  jwt ratelimit-local ratelimit-redis)
 
-usage() { sed -n '7,18s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
+usage() { sed -n '7,19s/^# \{0,1\}//p' "$root/loadtest/bench.sh"; }
 
 quick=0
 build=1
@@ -34,7 +35,8 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
-    a100 | a100tls | trace | accesslog | floor | a1000 | coldstart | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak | graph)
+    a100 | a100tls | trace | accesslog | floor | a1000 | coldstart | b | bhttp | floorb | c | hang-breaker | tail | flap | d | e | proxy | soak | graph | \
+      jwt | ratelimit-local | ratelimit-redis)
       scenarios+=("$1") ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -196,6 +198,10 @@ metric() {  # metric NAME: the first sample of that family from the admin listen
   curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" |
     awk -v n="$1" '!found && ($1 == n || index($1, n "{") == 1) {print $2; found = 1}'
 }
+metric_sum() {  # metric_sum NAME: the sum of every sample of that family (0 when it has none)
+  curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" |
+    awk -v n="$1" '$1 == n || index($1, n "{") == 1 {sum += $2} END {printf "%d", sum}'
+}
 fallbacks() {  # the gateway's fallbacks by call since it started, e.g. "coupon=3, inventory=12", or "none"
   [ -n "$admin_port" ] || { echo "- (no gateway)"; return; }
   curl -fsS --max-time 5 "http://127.0.0.1:$admin_port/metrics" | awk '
@@ -245,11 +251,13 @@ plot() {  # plot NAME TITLE: renders $work/NAME.dat into results/NAME.png
 
 # start_wrk NAME CONNS SECONDS PATH [ENTRIES]: wrk through wrk_script (check-offers.lua; a caller's local
 # wrk_script=check-bytes.lua with check_bytes for pass-through routes) in the background, output in
-# $work/NAME.wrk; sets wrk_pid. finish_wrk NAME waits for it.
+# $work/NAME.wrk; sets wrk_pid. finish_wrk NAME waits for it. A caller's check_tokens (a file, one token a
+# line) and check_tag_header / check_tag_values go to check-offers.lua (a bearer token, a header per request).
 wrk_script=loadtest/lua/check-offers.lua
 start_wrk() {
   local threads=$((wrk_threads < $2 ? wrk_threads : $2))
   CHECK_ENTRIES=${5:-6} CHECK_BYTES=${check_bytes:-} CHECK_LATENCY_FILE=$work/$1.dat \
+    CHECK_TOKENS_FILE=${check_tokens:-} CHECK_TAG_HEADER=${check_tag_header:-} CHECK_TAG_VALUES=${check_tag_values:-1} \
     wrk -t"$threads" -c"$2" -d"$3s" --timeout 10s --latency -s "$wrk_script" \
     "http://127.0.0.1:$gw_port$4" >"$work/$1.wrk" 2>&1 &
   wrk_pid=$!
@@ -675,6 +683,187 @@ YAML
   notes+=("- graph: P50 $(calc %.1f "$last_p50") ms, P99 $(calc %.1f "$last_p99") ms against a critical path of 120 ms (the six calls in sequence: 190 ms): P50 - critical path = $(calc %.1f "$last_p50 - 120") ms")
   check_target "graph: P50 ms (critical path 120 ms + 5)" "$last_p50" "<=" 125
   stop_servers graph
+}
+
+# ------------------------------------------------------------------------- identity and rate limits
+
+# jwt, ratelimit-local, ratelimit-redis: a100's route, load and downstreams (150 ms), with the route's front
+# door (README, "Identity and rate limits") switched on, each next to a plain a100 run in the same minute
+# (its "-plain" row): what a verified token, a local limit and a Redis round trip cost the gateway per
+# request. Each run has a fresh mock and gateway; the notes give every variant's CPU per request and P99
+# against the plain run's, and the gateway-to-mock CPU ratio (which cancels most of the host's drift).
+
+# edge_run NAME CONNS SECS TITLE [PROBE]: a100 with the caller's route_extra / top_extra (the route's auth
+# and rate_limit, a top-level section) and check_tokens / check_tag_header / check_tag_values (what wrk
+# sends); its own warm-up, then `measure` (PROBE runs during it). The servers are left running (the caller
+# reads what it needs, then stop_servers NAME).
+edge_run() {
+  local name=$1 conns=$2 secs=$3 title=$4 probe=${5:-} warm=$((quick == 1 ? 1 : 2))
+  start_mock "$name" --delay 150ms
+  write_http_config "$work/$name.yaml" 800ms "$conns"
+  start_gateway "$name" "$work/$name.yaml"
+  say "$name: warm-up, $warm s"
+  run_wrk "$name.warm" "$conns" "$warm" /api/offer/aggregate
+  measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" "$title; latency by percentile" 0 "$probe"
+}
+
+# edge_versus SCENARIO BASE_NAME BASE_CPU BASE_MOCK BASE_P99 NAME [WHAT]: a note on the last run (NAME)
+# against the plain one: gateway CPU per request and its difference, gateway-to-mock CPU, P99 and its
+# difference; WHAT is appended.
+edge_versus() {
+  local scenario=$1 base=$2 base_cpu=$3 base_mock=$4 base_p99=$5 name=$6 what=${7:-}
+  notes+=("- $scenario: $name gateway CPU $last_gw_cpu µs/req against $base_cpu ($base): **$(calc %+.0f "$last_gw_cpu - $base_cpu") µs/req**; gateway-to-mock CPU $(calc %.3f "$last_gw_cpu / $last_mock_req") against $(calc %.3f "$base_cpu / $base_mock") ($(calc %+.1f "100 * ($last_gw_cpu / $last_mock_req) / ($base_cpu / $base_mock) - 100")%); P50 $(calc %.1f "$last_p50") ms, P99 $(calc %.1f "$last_p99") ms against $(calc %.1f "$base_p99") ($(calc %+.1f "$last_p99 - $base_p99") ms)$what")
+}
+
+# edge_limited NAME: a problem unless the route's answers carry the limits' RateLimit-Policy field.
+edge_limited() {
+  curl -s -D - -o /dev/null --max-time 5 -H 'X-Tenant: tag-1' \
+    "http://127.0.0.1:$gw_port/api/offer/aggregate?sku=A1" | grep -qi '^RateLimit-Policy: "per-client"' ||
+    problem "$1: the answer carries no RateLimit-Policy field: is the limit configured?"
+}
+
+# jwt: auth.jwt against a JWKS file, RS256 (RSA 2048) and ES256 (P-256) tokens made for the run by jwt-tokens
+# (loadtest/jwt_tokens.cpp). "hit": as many tokens as connections, sent round-robin: once seen, each is in
+# the per-thread verified-token cache (1024 per route and I/O thread, direct-mapped; jwt-tokens puts the
+# first tokens in distinct slots), so a request costs a lookup. "miss": 20000 tokens round-robin, far more
+# than the cache holds and more than a run sends, so nearly every request checks a signature.
+scenario_jwt() {
+  local conns=100 secs=20 count=20000 alg lower kind name base_cpu base_mock base_p99
+  [ $quick -eq 0 ] || { conns=20; secs=3; count=2048; }
+  [ -x "$bin/jwt-tokens" ] || die "jwt: no $bin/jwt-tokens (built with the release preset)"
+  for alg in RS256 ES256; do
+    lower=${alg,,}
+    say "jwt: $count $alg tokens"
+    "$bin/jwt-tokens" --alg "$alg" --count "$count" --jwks "$work/jwt-$lower.jwks" \
+      --tokens "$work/jwt-$lower-miss.tokens" --issuer https://idp.bench --audience bench 2>"$work/jwt-$lower.err" ||
+      die "jwt-tokens failed: $(cat "$work/jwt-$lower.err")"
+    head -n "$conns" "$work/jwt-$lower-miss.tokens" >"$work/jwt-$lower-hit.tokens"
+  done
+  edge_run jwt-plain "$conns" "$secs" "jwt-plain: a100, no auth (the reference)"
+  base_cpu=$last_gw_cpu base_mock=$last_mock_req base_p99=$last_p99
+  stop_servers jwt-plain
+  for alg in RS256 ES256; do
+    lower=${alg,,}
+    for kind in hit miss; do
+      name=jwt-$lower-$kind
+      local route_extra="    auth:\n      jwt:\n        jwks_file: '$work/jwt-$lower.jwks'\n        algorithms: [$alg]\n        issuers: [https://idp.bench]\n        audiences: [bench]\n        forward_claims: {sub: X-User-Id}\n"
+      local check_tokens=$work/jwt-$lower-$kind.tokens
+      edge_run "$name" "$conns" "$secs" \
+        "$name: a100 with auth.jwt, $alg, $(wc -l <"$check_tokens") tokens round-robin (cache $kind)"
+      edge_versus jwt jwt-plain "$base_cpu" "$base_mock" "$base_p99" "$name" \
+        "; refusals $(metric_sum gateway_auth_refusals_total)"
+      # The front door is really there: no token, no answer.
+      local status
+      status=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$gw_port/api/offer/aggregate?sku=A1")
+      [ "$status" = 401 ] || problem "$name: a request without a token was answered $status, not 401"
+      stop_servers "$name"
+    done
+  done
+}
+
+# ratelimit_route BACKEND: two limits that never refuse (a million a second), one per client address and
+# one per value of X-Tenant (wrk sends 8 values round-robin), on BACKEND.
+ratelimit_route() {
+  printf '    rate_limit:\n'
+  printf "      - {name: per-client, key: client, rate: 1000000/s, burst: 1000000, backend: %s}\n" "$1"
+  printf "      - {name: per-tenant, key: 'header:X-Tenant', rate: 1000000/s, burst: 1000000, backend: %s}\n" "$1"
+}
+
+# ratelimit-local: a100 with the two limits on the local backend; zero refusals expected (a 429 is a bad
+# answer, so --quick fails on one).
+scenario_ratelimit_local() {
+  local conns=100 secs=20 base_cpu base_mock base_p99
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  local check_tag_header=X-Tenant check_tag_values=8
+  edge_run ratelimit-local-plain "$conns" "$secs" "ratelimit-local-plain: a100, no limit (the reference)"
+  base_cpu=$last_gw_cpu base_mock=$last_mock_req base_p99=$last_p99
+  stop_servers ratelimit-local-plain
+  local route_extra
+  route_extra=$(ratelimit_route local)
+  route_extra+=$'\n'
+  edge_run ratelimit-local "$conns" "$secs" "ratelimit-local: a100 with two local limits (client, X-Tenant)"
+  edge_versus ratelimit-local ratelimit-local-plain "$base_cpu" "$base_mock" "$base_p99" ratelimit-local \
+    "; 429s $(metric_sum gateway_rate_limited_total)"
+  edge_limited ratelimit-local
+  stop_servers ratelimit-local
+}
+
+# start_redis NAME: a redis-server of its own on a free loopback port (no persistence); sets redis_pid and
+# redis_port. A port already taken: another one is drawn (8 tries).
+start_redis() {
+  local name=$1 attempt
+  command -v redis-server >/dev/null || die "no redis-server (scripts/setup.sh bench installs it)"
+  for attempt in 1 2 3 4 5 6 7 8; do
+    # Below Linux's ephemeral range (32768+), as tests/support/redis_server.cpp does.
+    redis_port=$((15000 + RANDOM % 15000))
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+      --logfile '' >"$work/$name.redis.out" 2>&1 &
+    redis_pid=$!
+    pids+=("$redis_pid")
+    local i
+    for i in $(seq 1 200); do
+      grep -q "Ready to accept connections" "$work/$name.redis.out" && return 0
+      kill -0 "$redis_pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    stop_process "$redis_pid"
+    grep -q "in use" "$work/$name.redis.out" || die "redis-server did not start: $(tail -n 5 "$work/$name.redis.out")"
+  done
+  die "redis-server found no free port in 8 tries"
+}
+
+# The probe of the stall run: redis-server stopped (SIGSTOP) from a third of the run to two thirds.
+redis_stall() {
+  sleep "$(calc %.1f "$stall_secs / 3")"
+  kill -STOP "$redis_pid"
+  sleep "$(calc %.1f "$stall_secs / 3")"
+  kill -CONT "$redis_pid"
+}
+
+# ratelimit-redis: the same two limits on backend: redis against a redis-server of the scenario's own (one
+# connection per I/O thread, timeout 20 ms): the gateway's CPU per request and redis-server's. Then the
+# stall run: redis-server stopped for the middle third of the run; every answer must still be a 200 (the
+# local fallback bucket decides after the timeout) and P99 stay within the downstreams' 150 ms plus the
+# timeout and a margin.
+redis_timeout_ms=20
+scenario_ratelimit_redis() {
+  local conns=100 secs=20 base_cpu base_mock base_p99 r0 r1 name
+  [ $quick -eq 0 ] || { conns=20; secs=3; }
+  local check_tag_header=X-Tenant check_tag_values=8
+  edge_run ratelimit-redis-plain "$conns" "$secs" "ratelimit-redis-plain: a100, no limit (the reference)"
+  base_cpu=$last_gw_cpu base_mock=$last_mock_req base_p99=$last_p99
+  stop_servers ratelimit-redis-plain
+  local route_extra top_extra
+  route_extra=$(ratelimit_route redis)
+  route_extra+=$'\n'
+  for name in ratelimit-redis ratelimit-redis-stall; do
+    start_redis "$name"
+    top_extra="redis: {url: 'redis://127.0.0.1:$redis_port', timeout: ${redis_timeout_ms}ms}\n"
+    if [ "$name" = ratelimit-redis ]; then
+      # redis-server's CPU around the measured run (edge_run's warm-up is not in it).
+      start_mock "$name" --delay 150ms
+      write_http_config "$work/$name.yaml" 800ms "$conns"
+      start_gateway "$name" "$work/$name.yaml"
+      run_wrk "$name.warm" "$conns" $((quick == 1 ? 1 : 2)) /api/offer/aggregate
+      r0=$(cpu_ticks "$redis_pid")
+      measure "$name" "$conns" "$secs" "$(limit_of "$conns" 150)" \
+        "$name: a100 with two limits on Redis (client, X-Tenant); latency by percentile" 0
+      r1=$(cpu_ticks "$redis_pid")
+      edge_versus ratelimit-redis ratelimit-redis-plain "$base_cpu" "$base_mock" "$base_p99" "$name" \
+        "; redis-server CPU **$(calc %.1f "($r1 - $r0) * 1000000 / $hz / $last_requests") µs/req** (2 scripts a request); fallbacks to the local bucket $(metric_sum gateway_rate_limit_fallbacks_total), 429s $(metric_sum gateway_rate_limited_total)"
+    else
+      local stall_secs=$secs
+      edge_run "$name" "$conns" "$secs" \
+        "$name: ratelimit-redis with redis-server stopped for the middle third" redis_stall
+      edge_versus ratelimit-redis ratelimit-redis-plain "$base_cpu" "$base_mock" "$base_p99" "$name" \
+        " (redis-server SIGSTOPped for $(calc %.1f "$secs / 3") s of $secs); fallbacks to the local bucket $(metric_sum gateway_rate_limit_fallbacks_total), 429s $(metric_sum gateway_rate_limited_total)"
+      check_target "ratelimit-redis-stall: P99 ms (150 + timeout $redis_timeout_ms + 10)" "$last_p99" "<=" \
+        $((150 + redis_timeout_ms + 10))
+    fi
+    edge_limited "$name"
+    stop_servers "$name"
+    stop_process "$redis_pid"
+  done
 }
 
 # floorb: b's load and downstream delays against floor-proxy (inventory over HTTP at 120 ms, as the mock

@@ -6,7 +6,8 @@
 #           (conformance),#           python3-jsonschema and python3-yaml (the configuration schema), openssl, Node.js and npm (the
 #           OTLP receiver of tests/tracing), prometheus (promtool and the server, tests/monitoring), chromium
 #           and chromium-driver (the status page's browser test)
-#   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3; loadtest/instructions.sh: valgrind
+#   bench   loadtest/bench.sh: wrk, gnuplot, curl, sqlite3, redis-server (scenario ratelimit-redis);
+#           loadtest/instructions.sh: valgrind
 #   fuzz    tests/fuzz: clang-16 with libFuzzer and its sanitizer runtimes
 #   deploy  deploy/ci.sh: podman and its runtime pieces, debootstrap, yamllint, curl
 # Through sudo when not root.
@@ -20,7 +21,7 @@ declare -A groups=(
   [test]="catch2 postgresql redis-server sqlite3 curl python3-h11 python3-jsonschema python3-yaml openssl nodejs npm prometheus
     chromium chromium-driver"
   [fuzz]="clang-16 libfuzzer-16-dev libclang-rt-16-dev python3"
-  [bench]="wrk gnuplot-nox curl sqlite3 valgrind"
+  [bench]="wrk gnuplot-nox curl sqlite3 redis-server valgrind"
   [deploy]="podman buildah runc containernetworking-plugins netavark aardvark-dns conmon uidmap catatonit
     debootstrap yamllint curl"
 )

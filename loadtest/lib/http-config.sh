@@ -26,7 +26,9 @@ YAML
 }
 
 # All six calls over HTTP to the mock. write_http_config FILE DEADLINE MAX_CLIENT_CONNECTIONS [EXTRA]: EXTRA
-# (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one.
+# (printf %b) follows each downstream's settings; a caller's `downstream_url` replaces the mock's plain one,
+# a caller's `route_extra` (printf %b: the route's auth and rate_limit keys) goes into the route before its
+# calls, and a caller's `top_extra` (printf %b: a top-level section, e.g. redis) ends the file.
 write_http_config() {
   local file=$1 deadline=$2 clients=$3 extra=${4:-} name url=${downstream_url:-http://127.0.0.1:$mock_port}
   local connect=${connect_timeout:-2s}
@@ -51,11 +53,13 @@ routes:
     params:
       sku: {required: true, pattern: '^[A-Za-z0-9_-]{1,64}\$'}
     response: array
-    calls:
 YAML
+    printf '%b' "${route_extra:-}"
+    echo "    calls:"
     for name in "${call_names[@]}"; do
       printf '      - name: %s\n        downstream: %s\n        path: /%s?sku={sku}\n' "$name" "$name" "$name"
       printf '        fallback: {priceCent: -1, stock: 0}\n'
     done
+    printf '%b' "${top_extra:-}"
   } >"$file"
 }

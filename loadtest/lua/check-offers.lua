@@ -9,7 +9,10 @@
 --   latency_ms: p50=X p90=X p99=X p999=X max=X
 -- and, when CHECK_LATENCY_FILE is set, writes "percentile milliseconds" lines to that file for plotting.
 --
--- Environment: CHECK_ENTRIES (default 6), CHECK_SKUS (default 10000), CHECK_LATENCY_FILE (optional).
+-- Environment: CHECK_ENTRIES (default 6), CHECK_SKUS (default 10000), CHECK_LATENCY_FILE (optional),
+-- CHECK_TOKENS_FILE (optional: tokens, one a line; each request sends the next as "Authorization: Bearer",
+-- round-robin, each thread starting elsewhere), CHECK_TAG_HEADER and CHECK_TAG_VALUES (optional: each
+-- request sends that header with the next of the values tag-1..tag-N, round-robin).
 
 -- The shared latency writer, next to this script.
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
@@ -30,11 +33,33 @@ function init(args)
   skus = tonumber(os.getenv("CHECK_SKUS") or "10000")
   next_sku = (thread_index * 7919) % skus
   prefix = wrk.path .. (string.find(wrk.path, "?", 1, true) and "&sku=A" or "?sku=A")
+  tokens = {}
+  local tokens_file = os.getenv("CHECK_TOKENS_FILE") or ""
+  if tokens_file ~= "" then
+    for line in io.lines(tokens_file) do
+      if line ~= "" then tokens[#tokens + 1] = "Bearer " .. line end
+    end
+    assert(#tokens > 0, "no token in " .. tokens_file)
+  end
+  next_token = (thread_index * 7919) % math.max(#tokens, 1)
+  tag_header = os.getenv("CHECK_TAG_HEADER") or ""
+  tag_values = tonumber(os.getenv("CHECK_TAG_VALUES") or "1")
+  next_tag = thread_index % tag_values
+  headers = {}
 end
 
 function request()
   next_sku = next_sku % skus + 1
-  return wrk.format("GET", prefix .. next_sku)
+  if #tokens == 0 and tag_header == "" then return wrk.format("GET", prefix .. next_sku) end
+  if #tokens > 0 then
+    next_token = next_token % #tokens + 1
+    headers["Authorization"] = tokens[next_token]
+  end
+  if tag_header ~= "" then
+    next_tag = next_tag % tag_values + 1
+    headers[tag_header] = "tag-" .. next_tag
+  end
+  return wrk.format("GET", prefix .. next_sku, headers)
 end
 
 local function count(text, needle)
