@@ -1,5 +1,5 @@
 // jwt-tokens: a key made for the run, its JWKS file and N tokens signed with it, one per line, for the
-// benchmark's jwt scenario (loadtest/bench.sh). Signs the way tests/unit/jwt_signer.hpp does (the tests'
+// benchmark's jwt scenario (loadtest/bench.sh). Signs the way tests/support/jwt_signer.hpp does (the tests'
 // signer, independent of gateway/auth).
 //
 //   jwt-tokens --alg RS256|ES256 --count N --jwks FILE --tokens FILE [--issuer ISS] [--audience AUD]
@@ -12,7 +12,7 @@
 // every one cached once seen, whatever the hash does to K random tokens. Exits 2 on bad arguments, 1 when
 // OpenSSL fails.
 
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <algorithm>
 #include <cstdio>

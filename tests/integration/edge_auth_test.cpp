@@ -6,7 +6,7 @@
 #include "tests/integration/metric_scrape.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <openssl/evp.h>
 #include <signal.h>

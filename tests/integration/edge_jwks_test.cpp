@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include "tests/support/tls_files.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <chrono>
 #include <functional>

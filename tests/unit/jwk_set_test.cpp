@@ -4,7 +4,7 @@
 #include "gateway/auth/jwk_set.hpp"
 #include "gateway/auth/jwt.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // descriptions that never repeat what the token holds.
 
 #include "gateway/auth/jwt.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 
 #include "gateway/auth/jwt.hpp"
 #include "gateway/codec/base64url.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // while the token's time window still holds; it keeps accepted tokens only, and at most its capacity.
 
 #include "gateway/auth/verified_tokens.hpp"
-#include "tests/unit/jwt_signer.hpp"
+#include "tests/support/jwt_signer.hpp"
 
 #include <catch2/catch.hpp>
 
