@@ -4,9 +4,9 @@
 // the fields it received, so an answer shows what reached the downstream.
 
 #include "tests/integration/metric_scrape.hpp"
+#include "tests/support/jwt_signer.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/jwt_signer.hpp"
 
 #include <openssl/evp.h>
 #include <signal.h>

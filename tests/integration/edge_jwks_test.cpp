@@ -5,8 +5,8 @@
 #include "tests/support/processes.hpp"
 
 #include <catch2/catch.hpp>
-#include "tests/support/tls_files.hpp"
 #include "tests/support/jwt_signer.hpp"
+#include "tests/support/tls_files.hpp"
 
 #include <chrono>
 #include <functional>

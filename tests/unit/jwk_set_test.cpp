@@ -3,8 +3,8 @@
 
 #include "gateway/auth/jwk_set.hpp"
 #include "gateway/auth/jwt.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "tests/support/jwt_signer.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
